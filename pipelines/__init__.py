@@ -1,0 +1,1 @@
+"""feedback-sync: the dlt source, the reverse sync and the command line."""
