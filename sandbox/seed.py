@@ -405,7 +405,12 @@ def _seed_announcements(
     moments = sorted(_stamp_between(rng, start, now - DAY) for _ in range(size.announcements))
     announcements = []
     for i, created in enumerate(moments):
+        # every scale holds drafts and scheduled posts: the newest two are one of each
         roll = rng.random()
+        if i == len(moments) - 1:
+            roll = 0.0
+        elif i == len(moments) - 2:
+            roll = 0.1
         published: int | None
         if roll < 0.08:
             published = None  # draft

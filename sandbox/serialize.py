@@ -24,6 +24,7 @@ Formatter = Callable[[int], str]
 
 _markdown = MarkdownIt("commonmark", {"html": False})
 _TAGS = re.compile(r"<[^>]+>")
+_BLOCK_ENDS = re.compile(r"</(?:p|h[1-6]|li|pre|blockquote|ul|ol|table|tr|td|th)>|<br\s*/?>|<hr\s*/?>")
 _SPACES = re.compile(r"\s+")
 _BLOCKS = re.compile(r"\n[ \t]*\n+")
 
@@ -186,5 +187,6 @@ class Serializer:
 def render_markdown(content: str) -> tuple[str, str | None]:
     """``(content_html, excerpt)``: the excerpt is the first 140 characters of plain text."""
     rendered = _markdown.render(content)
-    text = _SPACES.sub(" ", html.unescape(_TAGS.sub(" ", rendered))).strip()
+    # block ends become spaces, inline tags vanish: "It is <strong>here</strong>." stays whole
+    text = _SPACES.sub(" ", html.unescape(_TAGS.sub("", _BLOCK_ENDS.sub(" ", rendered)))).strip()
     return rendered, (text[:140] or None)

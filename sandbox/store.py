@@ -400,13 +400,14 @@ class Store:
         self.comments_by_idea_kind.add((comment.idea_idx, kind), key)
         self.comments_by_follower.setdefault(comment.follower_idx, set()).add(comment.idx)
 
-    def _bump_idea_counts(self, idea_idx: str, is_private: bool, delta: int) -> None:
+    def _bump_idea_counts(self, idea_idx: str, is_private: bool, delta: int, at: int) -> None:
+        """A comment written or deleted changes its idea: counts, and ``updated_at`` with it."""
         idea = self.ideas.by_idx[idea_idx]
         if is_private:
             idea.note_count += delta
         else:
             idea.comment_count += delta
-        idea.updated = self._stamp()
+        idea.updated = at
 
     def create_comment(
         self,
@@ -436,7 +437,7 @@ class Store:
             updated=now,
         )
         self._index_comment(comment)
-        self._bump_idea_counts(idea_idx, is_private, +1)
+        self._bump_idea_counts(idea_idx, is_private, +1, now)
         return comment
 
     def update_comment(self, idx: str, message: str) -> Comment:
@@ -455,7 +456,7 @@ class Store:
         owned = self.comments_by_follower.get(comment.follower_idx)
         if owned is not None:
             owned.discard(idx)
-        self._bump_idea_counts(comment.idea_idx, comment.is_private, -1)
+        self._bump_idea_counts(comment.idea_idx, comment.is_private, -1, self._stamp())
 
     # topics
 
