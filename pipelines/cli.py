@@ -21,7 +21,12 @@ class UsageError(Exception):
 
 def _sandbox_parser(sub: Any) -> None:
     from sandbox.seed import SCALES
-    from sandbox.settings import ANNOUNCEMENT_ORDERS, FAULT_KINDS, LAST_PAGE_AFTER, TIMESTAMP_FORMATS
+    from sandbox.settings import (
+        ANNOUNCEMENT_ORDERS,
+        FAULT_KINDS,
+        LAST_PAGE_AFTER,
+        TIMESTAMP_FORMATS,
+    )
 
     p = sub.add_parser(
         "sandbox",
@@ -34,30 +39,55 @@ def _sandbox_parser(sub: Any) -> None:
     p.add_argument("--port", type=int, default=8765, help="port; 0 picks a free one (default 8765)")
     p.add_argument("--scale", choices=list(SCALES), default="demo", help="seeded data size")
     p.add_argument("--seed", type=int, default=1, help="data seed (same seed, same data)")
-    p.add_argument("--api-key", default=os.environ.get("FEEDBACK_SANDBOX_API_KEY"),
-                   help="the key clients must send (default: $FEEDBACK_SANDBOX_API_KEY, "
-                   "else a random one)")
-    p.add_argument("--no-custom-attributes", action="store_true",
-                   help="custom attributes disabled: 403 on writes, no attributes in lists")
-    p.add_argument("--no-ideas-endpoint", action="store_true",
-                   help="switch off the /ideas extension (404)")
-    p.add_argument("--rate-limit", type=float, metavar="RPS",
-                   help="requests per second per key (429 with Retry-After past it)")
+    p.add_argument(
+        "--api-key",
+        default=os.environ.get("FEEDBACK_SANDBOX_API_KEY"),
+        help="the key clients must send (default: $FEEDBACK_SANDBOX_API_KEY, else a random one)",
+    )
+    p.add_argument(
+        "--no-custom-attributes",
+        action="store_true",
+        help="custom attributes disabled: 403 on writes, no attributes in lists",
+    )
+    p.add_argument(
+        "--no-ideas-endpoint", action="store_true", help="switch off the /ideas extension (404)"
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="RPS",
+        help="requests per second per key (429 with Retry-After past it)",
+    )
     p.add_argument("--latency-ms", type=float, default=0.0, help="added latency per request")
-    p.add_argument("--fault-rate", type=float, default=0.0,
-                   help="share of /v1 requests that fail on purpose (0..1)")
+    p.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        help="share of /v1 requests that fail on purpose (0..1)",
+    )
     p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
-    p.add_argument("--fault-kinds", default=",".join(FAULT_KINDS),
-                   help=f"comma-separated subset of {','.join(FAULT_KINDS)}")
-    p.add_argument("--stall-seconds", type=float, default=30.0,
-                   help="how long a stalled answer waits")
+    p.add_argument(
+        "--fault-kinds",
+        default=",".join(FAULT_KINDS),
+        help=f"comma-separated subset of {','.join(FAULT_KINDS)}",
+    )
+    p.add_argument(
+        "--stall-seconds", type=float, default=30.0, help="how long a stalled answer waits"
+    )
     p.add_argument("--timestamp-format", choices=TIMESTAMP_FORMATS, default="contract")
-    p.add_argument("--last-page-after", choices=LAST_PAGE_AFTER, default="cursor",
-                   help="pagination.after on the last page: the contract's cursor, null, "
-                   "or the request's own cursor repeated")
+    p.add_argument(
+        "--last-page-after",
+        choices=LAST_PAGE_AFTER,
+        default="cursor",
+        help="pagination.after on the last page: the contract's cursor, null, "
+        "or the request's own cursor repeated",
+    )
     p.add_argument("--announcement-order", choices=ANNOUNCEMENT_ORDERS, default="oldest_first")
-    p.add_argument("--allow-non-loopback", action="store_true",
-                   help="listen on a non-loopback address (the control routes have no auth)")
+    p.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="listen on a non-loopback address (the control routes have no auth)",
+    )
     p.add_argument("--ready-file", help="write {base_url, api_key} as JSON here once listening")
     p.set_defaults(run=_run_sandbox)
 
@@ -74,8 +104,10 @@ def _run_sandbox(args: argparse.Namespace) -> int:
     except ValueError:
         raise UsageError(f"--host: not an IP address: {args.host!r}") from None
     if not loopback and not args.allow_non_loopback:
-        raise UsageError(f"--host {args.host} is not a loopback address; the control routes "
-                         "have no authentication (pass --allow-non-loopback to insist)")
+        raise UsageError(
+            f"--host {args.host} is not a loopback address; the control routes "
+            "have no authentication (pass --allow-non-loopback to insist)"
+        )
     settings = {
         "custom_attributes": not args.no_custom_attributes,
         "ideas_endpoint": not args.no_ideas_endpoint,
@@ -92,8 +124,11 @@ def _run_sandbox(args: argparse.Namespace) -> int:
         },
     }
     started = time.perf_counter()
-    print(f"feedback-sync sandbox: seeding scale {args.scale!r}, seed {args.seed} ...",
-          file=sys.stderr, flush=True)
+    print(
+        f"feedback-sync sandbox: seeding scale {args.scale!r}, seed {args.seed} ...",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         app = create_app(args.scale, args.seed, api_key=args.api_key, settings=settings)
     except SettingsError as exc:

@@ -147,7 +147,7 @@ class V1:
             data = []
             if idx is not None:
                 data.append(self.serializer.follower(self.store.followers.by_idx[idx], include))
-            pagination = {"total": len(data), "before": None, "after": None}
+            pagination: dict[str, Any] = {"total": len(data), "before": None, "after": None}
             if data and self.settings.last_page_after == "cursor":
                 follower = self.store.followers.by_idx[data[0]["idx"]]
                 pagination["after"] = encode_cursor("followers", (follower.created, follower.idx))
@@ -159,7 +159,9 @@ class V1:
 
     def _follower_input(self, body: dict[str, Any], *, create: bool) -> FollowerInput:
         data = FollowerInput(
-            name=validate.required_str(body, "name") if create else validate.optional_str(body, "name"),
+            name=validate.required_str(body, "name")
+            if create
+            else validate.optional_str(body, "name"),
             email=validate.email(body, required=create),
             attributes=validate.attributes(body),
             companies=validate.companies(body),
@@ -167,8 +169,11 @@ class V1:
         if (data.attributes is not None or data.companies is not None) and not (
             self.settings.custom_attributes
         ):
-            raise ApiError(403, "custom attributes are not enabled for this company: "
-                           "remove attributes and companies from the request")
+            raise ApiError(
+                403,
+                "custom attributes are not enabled for this company: "
+                "remove attributes and companies from the request",
+            )
         return data
 
     async def create_follower(self, request: Request) -> Response:
@@ -206,7 +211,9 @@ class V1:
             flt = AnnouncementFilter(
                 is_published=validate.flag(params, "is_published"),
                 # unknown category idxs are dropped silently, as the spec says
-                category_idxs=frozenset(c for c in categories if c in known) if categories else None,
+                category_idxs=frozenset(c for c in categories if c in known)
+                if categories
+                else None,
                 published_after=validate.moment(params, "published_after"),
                 published_before=validate.moment(params, "published_before", end_of_day=True),
             )
@@ -239,9 +246,7 @@ class V1:
 
     async def get_announcement(self, request: Request) -> Response:
         with self.store.lock:
-            announcement = self.store.announcements.get(
-                "announcement", request.path_params["idx"]
-            )
+            announcement = self.store.announcements.get("announcement", request.path_params["idx"])
             return self._announcement_out(announcement)
 
     async def update_announcement(self, request: Request) -> Response:
@@ -325,7 +330,9 @@ class V1:
             return json_response({"data": data, "pagination": pagination})
 
     async def create_topic(self, request: Request) -> Response:
-        name = validate.optional_str(validate.json_body(await request.body(), optional=True), "name")
+        name = validate.optional_str(
+            validate.json_body(await request.body(), optional=True), "name"
+        )
         with self.store.lock:
             return json_response(self.serializer.topic(self.store.create_topic(name)))
 

@@ -50,6 +50,19 @@ class SandboxState:
     def __post_init__(self) -> None:
         self.announcement_views = AnnouncementViews(self.store)
 
+    def configure(self, changes: dict[str, Any]) -> None:
+        """Changes switches; a new fault or rate-limit setting restarts its random stream
+        or buckets, so the same settings always give the same run.
+
+        Raises:
+            SettingsError: an unknown switch or a bad value (nothing is changed then).
+        """
+        self.settings.update(changes)
+        if "faults" in changes:
+            self.injector.reset()
+        if "rate_limit_per_second" in changes:
+            self.limiter.reset()
+
     def rebuild(self, scale: str, seed: int) -> None:
         """Replaces the store with a freshly seeded one (switches stay as they are)."""
         store = build_store(scale, seed, Clock(REFERENCE_NOW))
@@ -109,8 +122,11 @@ class SandboxApp:
         async def http_error(request: Request, exc: Exception) -> Response:
             assert isinstance(exc, HTTPException)
             message = "not found" if exc.status_code == 404 else str(exc.detail).lower()
-            return error_response(exc.status_code, f"{message}: {request.method} {request.url.path}",
-                                  headers=exc.headers)
+            return error_response(
+                exc.status_code,
+                f"{message}: {request.method} {request.url.path}",
+                headers=dict(exc.headers) if exc.headers else None,
+            )
 
         async def server_error(request: Request, exc: Exception) -> Response:
             return error_response(500, "Internal server error")
@@ -143,5 +159,5 @@ def create_app(
     store = build_store(scale, seed, Clock(REFERENCE_NOW))
     state = SandboxState(store, Settings(api_key or secrets.token_urlsafe(24)), scale, seed)
     if settings:
-        state.settings.update(settings)
+        state.configure(settings)
     return SandboxApp(state)

@@ -58,18 +58,17 @@ class Control:
     async def health(self, request: Request) -> Response:
         state = self.state
         with state.store.lock:
-            return _json({"ok": True, "scale": state.scale, "seed": state.seed,
-                          "counts": state.counts()})
+            return _json(
+                {"ok": True, "scale": state.scale, "seed": state.seed, "counts": state.counts()}
+            )
 
     async def settings(self, request: Request) -> Response:
         if request.method == "POST":
             body = validate.json_body(await request.body())
             try:
-                self.state.settings.update(body)
+                self.state.configure(body)
             except SettingsError as exc:
                 raise bad_request(str(exc)) from None
-            if "rate_limit_per_second" in body:
-                self.state.limiter.reset()
         return _json(self.state.settings.public())
 
     async def clock(self, request: Request) -> Response:

@@ -29,6 +29,10 @@ class FaultInjector:
         self._seed: int | None = None
         self._rng = random.Random(0)
 
+    def reset(self) -> None:
+        with self._lock:
+            self._seed = None
+
     def draw(self, faults: FaultSettings, method: str, path: str) -> str | None:
         """The fault for this request, or None."""
         with self._lock:

@@ -30,14 +30,16 @@ from sandbox.faults import DroppedConnection
 if TYPE_CHECKING:
     from sandbox.app import SandboxState
 
-_BAD_GATEWAY = b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+_BAD_GATEWAY = (
+    b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+)
 
 
 def _presented_key(scope: Scope) -> str | None:
     """The API key the request carries: Authorization header first, then ``api_key``."""
     for name, value in scope["headers"]:
         if name == b"authorization":
-            text = value.decode("latin-1").strip()
+            text: str = value.decode("latin-1").strip()
             scheme, _, credentials = text.partition(" ")
             credentials = credentials.strip()
             if scheme.lower() == "bearer":
@@ -54,7 +56,7 @@ def _presented_key(scope: Scope) -> str | None:
     if b"api_key" in query:
         for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
             if name == "api_key":
-                return value
+                return str(value)
     return None
 
 

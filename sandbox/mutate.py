@@ -14,7 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.seed import ATTRIBUTE_KEYS, EMOJI, IDEA_OBJECTS, IDEA_VERBS, _attribute_value, _paragraphs
+from sandbox.seed import (
+    ATTRIBUTE_KEYS,
+    EMOJI,
+    IDEA_OBJECTS,
+    IDEA_VERBS,
+    _attribute_value,
+    _paragraphs,
+)
 from sandbox.store import AnnouncementInput, FollowerInput, Invalid, Store, Table
 from sandbox.timefmt import DAY
 
@@ -53,7 +60,11 @@ def plan_from_request(body: dict[str, Any], store: Store) -> dict[str, dict[str,
     plan: dict[str, dict[str, int]] = {}
     fraction = body.get("fraction")
     if fraction is not None:
-        if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1:
+        if (
+            isinstance(fraction, bool)
+            or not isinstance(fraction, int | float)
+            or not 0 < fraction <= 1
+        ):
             raise PlanError(f"fraction must be a number in (0, 1], got {fraction!r}")
         sizes = _sizes(store)
         for resource in RESOURCES:
@@ -102,8 +113,11 @@ def apply_plan(store: Store, plan: dict[str, dict[str, int]], seed: int) -> dict
             continue
         ops = _OPS[resource]
         changes = result.setdefault(resource, Changes())
-        for op, into in (("update", changes.updated), ("delete", changes.deleted),
-                         ("create", changes.created)):
+        for op, into in (
+            ("update", changes.updated),
+            ("delete", changes.deleted),
+            ("create", changes.created),
+        ):
             for _ in range(counts.get(op, 0)):
                 idx = ops[op](store, rng)
                 if idx is not None:
@@ -127,11 +141,19 @@ def _follower_create(store: Store, rng: random.Random) -> str:
     n = store.counters.get("flw", 0) + 1
     attributes = {key: _attribute_value(rng, kind) for key, kind in rng.sample(ATTRIBUTE_KEYS, 3)}
     company_id = rng.choice(list(store.companies)) if store.companies else "acct-new"
-    companies = [{"id": company_id, "name": store.companies[company_id].name
-                  if company_id in store.companies else "New Co"}]
+    companies = [
+        {
+            "id": company_id,
+            "name": store.companies[company_id].name if company_id in store.companies else "New Co",
+        }
+    ]
     follower = store.create_follower(
-        FollowerInput(f"New Follower {n}", f"new.follower.{n}.{rng.randint(0, 10**6)}@example.com",
-                      attributes, companies)
+        FollowerInput(
+            f"New Follower {n}",
+            f"new.follower.{n}.{rng.randint(0, 10**6)}@example.com",
+            attributes,
+            companies,
+        )
     )
     return follower.idx
 
@@ -142,7 +164,8 @@ def _follower_update(store: Store, rng: random.Random) -> str | None:
         return None
     key, kind = rng.choice(ATTRIBUTE_KEYS)
     store.update_follower(
-        idx, FollowerInput(name=f"Renamed {idx[-4:]}", attributes={key: _attribute_value(rng, kind)})
+        idx,
+        FollowerInput(name=f"Renamed {idx[-4:]}", attributes={key: _attribute_value(rng, kind)}),
     )
     return idx
 
@@ -200,8 +223,11 @@ def _comment_create(store: Store, rng: random.Random) -> str | None:
         return None
     attachments = [("notes.txt", "https://files.example.com/new/notes.txt", "text/plain")]
     comment = store.create_comment(
-        author_idx=author, idea_idx=idea, message=_paragraphs(rng, 2),
-        is_private=rng.random() < 0.25, attachments=attachments if rng.random() < 0.2 else (),
+        author_idx=author,
+        idea_idx=idea,
+        message=_paragraphs(rng, 2),
+        is_private=rng.random() < 0.25,
+        attachments=attachments if rng.random() < 0.2 else (),
     )
     return comment.idx
 
@@ -265,8 +291,9 @@ def _link_create(store: Store, rng: random.Random) -> str | None:
         return None
     kind = rng.choice(("zendesk", "intercom", "jira"))
     number = rng.randint(1000, 999_999)
-    return store.create_link(idea, kind, f"{kind[:2].upper()}-{number}",
-                             f"https://{kind}.example.com/records/{number}").idx
+    return store.create_link(
+        idea, kind, f"{kind[:2].upper()}-{number}", f"https://{kind}.example.com/records/{number}"
+    ).idx
 
 
 def _link_update(store: Store, rng: random.Random) -> str | None:
@@ -293,8 +320,11 @@ def _idea_create(store: Store, rng: random.Random) -> str:
 def _idea_update(store: Store, rng: random.Random) -> str | None:
     idx = _pick(rng, store.ideas)
     if idx is not None:
-        store.update_idea(idx, name=f"{store.ideas.by_idx[idx].name} (renamed)",
-                          status_idx=_pick(rng, store.statuses))
+        store.update_idea(
+            idx,
+            name=f"{store.ideas.by_idx[idx].name} (renamed)",
+            status_idx=_pick(rng, store.statuses),
+        )
     return idx
 
 
@@ -306,17 +336,20 @@ def _idea_delete(store: Store, rng: random.Random) -> str | None:
 
 
 _OPS: dict[str, dict[str, Callable[[Store, random.Random], str | None]]] = {
-    "followers": {"create": _follower_create, "update": _follower_update,
-                  "delete": _follower_delete},
-    "announcements": {"create": _announcement_create, "update": _announcement_update,
-                      "delete": _announcement_delete},
-    "comments": {"create": _comment_create, "update": _comment_update,
-                 "delete": _comment_delete},
+    "followers": {
+        "create": _follower_create,
+        "update": _follower_update,
+        "delete": _follower_delete,
+    },
+    "announcements": {
+        "create": _announcement_create,
+        "update": _announcement_update,
+        "delete": _announcement_delete,
+    },
+    "comments": {"create": _comment_create, "update": _comment_update, "delete": _comment_delete},
     "topics": {"create": _topic_create, "update": _topic_update, "delete": _topic_delete},
-    "statuses": {"create": _status_create, "update": _status_update,
-                 "delete": _status_delete},
-    "integration_links": {"create": _link_create, "update": _link_update,
-                          "delete": _link_delete},
+    "statuses": {"create": _status_create, "update": _status_update, "delete": _status_delete},
+    "integration_links": {"create": _link_create, "update": _link_update, "delete": _link_delete},
     "ideas": {"create": _idea_create, "update": _idea_update, "delete": _idea_delete},
 }
 

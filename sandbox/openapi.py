@@ -269,12 +269,18 @@ RATE_HEADERS = {
     "X-RateLimit-Remaining": {"schema": {"type": "string"}, "description": "While a limit is set."},
 }
 RESPONSES: dict[str, Any] = {
-    "BadRequest": {"description": "Invalid request; the message names the field.",
-                   "content": _json_content(_ref("Error"))},
-    "Unauthorized": {"description": "Missing or wrong API key.",
-                     "content": _json_content(_ref("Error"))},
-    "Forbidden": {"description": "Custom attributes are not enabled.",
-                  "content": _json_content(_ref("Error"))},
+    "BadRequest": {
+        "description": "Invalid request; the message names the field.",
+        "content": _json_content(_ref("Error")),
+    },
+    "Unauthorized": {
+        "description": "Missing or wrong API key.",
+        "content": _json_content(_ref("Error")),
+    },
+    "Forbidden": {
+        "description": "Custom attributes are not enabled.",
+        "content": _json_content(_ref("Error")),
+    },
     "NotFound": {"description": "Unknown idx.", "content": _json_content(_ref("Error"))},
     "RateLimited": {
         "description": "Rate limited.",
@@ -282,10 +288,14 @@ RESPONSES: dict[str, Any] = {
         "content": _json_content(_ref("Error")),
     },
     "ServerError": {"description": "Server fault.", "content": _json_content(_ref("Error"))},
-    "BadGateway": {"description": "A proxy's error page.",
-                   "content": {"text/html": {"schema": {"type": "string"}}}},
-    "Unavailable": {"description": "Temporarily unavailable.",
-                    "content": _json_content(_ref("Error"))},
+    "BadGateway": {
+        "description": "A proxy's error page.",
+        "content": {"text/html": {"schema": {"type": "string"}}},
+    },
+    "Unavailable": {
+        "description": "Temporarily unavailable.",
+        "content": _json_content(_ref("Error")),
+    },
 }
 
 
@@ -295,8 +305,13 @@ def _ok(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
 
 def _errors(*codes: str) -> dict[str, Any]:
     names = {"400": "BadRequest", "403": "Forbidden", "404": "NotFound"}
-    common = {"401": "Unauthorized", "429": "RateLimited", "500": "ServerError",
-              "502": "BadGateway", "503": "Unavailable"}
+    common = {
+        "401": "Unauthorized",
+        "429": "RateLimited",
+        "500": "ServerError",
+        "502": "BadGateway",
+        "503": "Unavailable",
+    }
     chosen = {code: names[code] for code in codes} | common
     return {code: {"$ref": f"#/components/responses/{name}"} for code, name in chosen.items()}
 
@@ -309,8 +324,9 @@ def _list(name: str, pagination: str = "CursorPagination") -> dict[str, Any]:
     return _obj({"data": {"type": "array", "items": _ref(name)}, "pagination": _ref(pagination)})
 
 
-def _param(name: str, where: str, schema: dict[str, Any], required: bool = False,
-           description: str = "") -> dict[str, Any]:
+def _param(
+    name: str, where: str, schema: dict[str, Any], required: bool = False, description: str = ""
+) -> dict[str, Any]:
     param: dict[str, Any] = {"name": name, "in": where, "required": required, "schema": schema}
     if description:
         param["description"] = description
@@ -330,11 +346,15 @@ def _body(name: str, required: bool = True) -> dict[str, Any]:
     return {"required": required, "content": _json_content(_ref(name))}
 
 
-def _operation(op_id: str, summary: str, responses: dict[str, Any], *,
-               params: list[dict[str, Any]] | None = None,
-               body: dict[str, Any] | None = None) -> dict[str, Any]:
-    operation: dict[str, Any] = {"operationId": op_id, "summary": summary,
-                                 "responses": responses}
+def _operation(
+    op_id: str,
+    summary: str,
+    responses: dict[str, Any],
+    *,
+    params: list[dict[str, Any]] | None = None,
+    body: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    operation: dict[str, Any] = {"operationId": op_id, "summary": summary, "responses": responses}
     if params:
         operation["parameters"] = params
     if body:
@@ -346,150 +366,248 @@ def _paths() -> dict[str, Any]:
     deleted = _ok(_ref("DeleteResult"))
     return {
         "/followers": {
-            "get": _operation("listFollowers", "List followers",
-                              {"200": _ok(_list("Follower")), **_errors("400")},
-                              params=[LIMIT, AFTER, INCLUDE_ATTRIBUTES]),
-            "post": _operation("createFollower", "Create a follower",
-                               {"200": _ok(_wrapped("Follower")), **_errors("400", "403")},
-                               body=_body("FollowerCreate")),
+            "get": _operation(
+                "listFollowers",
+                "List followers",
+                {"200": _ok(_list("Follower")), **_errors("400")},
+                params=[LIMIT, AFTER, INCLUDE_ATTRIBUTES],
+            ),
+            "post": _operation(
+                "createFollower",
+                "Create a follower",
+                {"200": _ok(_wrapped("Follower")), **_errors("400", "403")},
+                body=_body("FollowerCreate"),
+            ),
         },
         "/followers/search": {
             "get": _operation(
-                "searchFollowers", "Find a follower by email (whole address, any case)",
+                "searchFollowers",
+                "Find a follower by email (whole address, any case)",
                 {"200": _ok(_list("Follower")), **_errors("400")},
                 params=[_param("email", "query", STRING, required=True), INCLUDE_ATTRIBUTES],
             ),
         },
         "/followers/{followerIdx}": {
-            "post": _operation("updateFollower", "Update a follower (attributes and companies "
-                               "merge)", {"200": _ok(_wrapped("Follower")),
-                                          **_errors("400", "403", "404")},
-                               params=[_path_idx("followerIdx")],
-                               body=_body("FollowerUpdate", required=False)),
+            "post": _operation(
+                "updateFollower",
+                "Update a follower (attributes and companies merge)",
+                {"200": _ok(_wrapped("Follower")), **_errors("400", "403", "404")},
+                params=[_path_idx("followerIdx")],
+                body=_body("FollowerUpdate", required=False),
+            ),
             "delete": _operation(
-                "deleteFollower", "Delete a follower",
+                "deleteFollower",
+                "Delete a follower",
                 {"200": deleted, **_errors("400", "404")},
-                params=[_path_idx("followerIdx"),
-                        _param("content", "query",
-                               {"type": "string", "enum": ["delete", "reassign"],
-                                "default": "delete"})],
+                params=[
+                    _path_idx("followerIdx"),
+                    _param(
+                        "content",
+                        "query",
+                        {"type": "string", "enum": ["delete", "reassign"], "default": "delete"},
+                    ),
+                ],
             ),
         },
         "/announcements": {
             "get": _operation(
-                "listAnnouncements", "List announcements",
+                "listAnnouncements",
+                "List announcements",
                 {"200": _ok(_list("Announcement")), **_errors("400")},
                 params=[
                     _param("is_published", "query", {"type": "boolean"}),
                     LIMIT,
                     AFTER,
-                    {**_param("category_idxs[]", "query",
-                              {"type": "array", "items": STRING}),
-                     "style": "form", "explode": True},
-                    _param("published_after", "query", STRING,
-                           description="ISO 8601 date or date-time with a zone."),
-                    _param("published_before", "query", STRING,
-                           description="ISO 8601 date or date-time with a zone."),
+                    {
+                        **_param("category_idxs[]", "query", {"type": "array", "items": STRING}),
+                        "style": "form",
+                        "explode": True,
+                    },
+                    _param(
+                        "published_after",
+                        "query",
+                        STRING,
+                        description="ISO 8601 date or date-time with a zone.",
+                    ),
+                    _param(
+                        "published_before",
+                        "query",
+                        STRING,
+                        description="ISO 8601 date or date-time with a zone.",
+                    ),
                 ],
             ),
-            "post": _operation("createAnnouncement", "Create an announcement",
-                               {"200": _ok(_wrapped("Announcement")), **_errors("400")},
-                               body=_body("AnnouncementWrite")),
+            "post": _operation(
+                "createAnnouncement",
+                "Create an announcement",
+                {"200": _ok(_wrapped("Announcement")), **_errors("400")},
+                body=_body("AnnouncementWrite"),
+            ),
         },
         "/announcements/{announcementIdx}": {
-            "get": _operation("getAnnouncement", "Get an announcement",
-                              {"200": _ok(_wrapped("Announcement")), **_errors("404")},
-                              params=[_path_idx("announcementIdx")]),
-            "post": _operation("updateAnnouncement", "Update an announcement (whole shape)",
-                               {"200": _ok(_wrapped("Announcement")), **_errors("400", "404")},
-                               params=[_path_idx("announcementIdx")],
-                               body=_body("AnnouncementWrite")),
-            "delete": _operation("deleteAnnouncement", "Delete an announcement",
-                                 {"200": deleted, **_errors("404")},
-                                 params=[_path_idx("announcementIdx")]),
+            "get": _operation(
+                "getAnnouncement",
+                "Get an announcement",
+                {"200": _ok(_wrapped("Announcement")), **_errors("404")},
+                params=[_path_idx("announcementIdx")],
+            ),
+            "post": _operation(
+                "updateAnnouncement",
+                "Update an announcement (whole shape)",
+                {"200": _ok(_wrapped("Announcement")), **_errors("400", "404")},
+                params=[_path_idx("announcementIdx")],
+                body=_body("AnnouncementWrite"),
+            ),
+            "delete": _operation(
+                "deleteAnnouncement",
+                "Delete an announcement",
+                {"200": deleted, **_errors("404")},
+                params=[_path_idx("announcementIdx")],
+            ),
         },
         "/comments": {
             "get": _operation(
-                "listComments", "List the comments of an idea",
+                "listComments",
+                "List the comments of an idea",
                 {"200": _ok(_list("Comment")), **_errors("400", "404")},
                 params=[
                     _param("idea_idx", "query", STRING, required=True),
                     LIMIT,
                     AFTER,
-                    _param("included_types", "query",
-                           {"type": "string",
-                            "enum": ["comments", "notes", "comments|notes", "comments,notes",
-                                     "notes|comments", "notes,comments"],
-                            "default": "comments"}),
+                    _param(
+                        "included_types",
+                        "query",
+                        {
+                            "type": "string",
+                            "enum": [
+                                "comments",
+                                "notes",
+                                "comments|notes",
+                                "comments,notes",
+                                "notes|comments",
+                                "notes,comments",
+                            ],
+                            "default": "comments",
+                        },
+                    ),
                 ],
             ),
-            "post": _operation("createComment", "Create a comment or private note",
-                               {"200": _ok(_wrapped("Comment")), **_errors("400")},
-                               body=_body("CommentCreate")),
+            "post": _operation(
+                "createComment",
+                "Create a comment or private note",
+                {"200": _ok(_wrapped("Comment")), **_errors("400")},
+                body=_body("CommentCreate"),
+            ),
         },
         "/comments/{commentIdx}": {
-            "post": _operation("updateComment", "Update a comment's message",
-                               {"200": _ok(_wrapped("Comment")), **_errors("400", "404")},
-                               params=[_path_idx("commentIdx")], body=_body("CommentUpdate")),
-            "delete": _operation("deleteComment", "Delete a comment",
-                                 {"200": deleted, **_errors("404")},
-                                 params=[_path_idx("commentIdx")]),
+            "post": _operation(
+                "updateComment",
+                "Update a comment's message",
+                {"200": _ok(_wrapped("Comment")), **_errors("400", "404")},
+                params=[_path_idx("commentIdx")],
+                body=_body("CommentUpdate"),
+            ),
+            "delete": _operation(
+                "deleteComment",
+                "Delete a comment",
+                {"200": deleted, **_errors("404")},
+                params=[_path_idx("commentIdx")],
+            ),
         },
         "/topics": {
             "get": _operation(
-                "listTopics", "List topics (offset is a 1-based page number)",
+                "listTopics",
+                "List topics (offset is a 1-based page number)",
                 {"200": _ok(_list("Topic", "TopicPagination")), **_errors("400")},
                 params=[LIMIT, _param("offset", "query", {"type": "integer", "minimum": 1})],
             ),
-            "post": _operation("createTopic", "Create a topic",
-                               {"200": _ok(_ref("Topic")), **_errors("400")},
-                               body=_body("NameOptional", required=False)),
+            "post": _operation(
+                "createTopic",
+                "Create a topic",
+                {"200": _ok(_ref("Topic")), **_errors("400")},
+                body=_body("NameOptional", required=False),
+            ),
         },
         "/topics/{topicIdx}": {
-            "post": _operation("updateTopic", "Rename a topic",
-                               {"200": _ok(_ref("Topic")), **_errors("400", "404")},
-                               params=[_path_idx("topicIdx")],
-                               body=_body("NameOptional", required=False)),
-            "delete": _operation("deleteTopic", "Delete a topic",
-                                 {"200": deleted, **_errors("404")},
-                                 params=[_path_idx("topicIdx")]),
+            "post": _operation(
+                "updateTopic",
+                "Rename a topic",
+                {"200": _ok(_ref("Topic")), **_errors("400", "404")},
+                params=[_path_idx("topicIdx")],
+                body=_body("NameOptional", required=False),
+            ),
+            "delete": _operation(
+                "deleteTopic",
+                "Delete a topic",
+                {"200": deleted, **_errors("404")},
+                params=[_path_idx("topicIdx")],
+            ),
         },
         "/statuses": {
-            "get": _operation("listStatuses", "List statuses",
-                              {"200": _ok(_list("Status")), **_errors("400")},
-                              params=[LIMIT, AFTER]),
-            "post": _operation("createStatus", "Create a status",
-                               {"200": _ok(_ref("Status")), **_errors("400")},
-                               body=_body("NameRequired")),
+            "get": _operation(
+                "listStatuses",
+                "List statuses",
+                {"200": _ok(_list("Status")), **_errors("400")},
+                params=[LIMIT, AFTER],
+            ),
+            "post": _operation(
+                "createStatus",
+                "Create a status",
+                {"200": _ok(_ref("Status")), **_errors("400")},
+                body=_body("NameRequired"),
+            ),
         },
         "/statuses/{statusIdx}": {
-            "post": _operation("updateStatus", "Rename a status",
-                               {"200": _ok(_ref("Status")), **_errors("400", "404")},
-                               params=[_path_idx("statusIdx")],
-                               body=_body("NameOptional", required=False)),
-            "delete": _operation("deleteStatus", "Delete a status (400 while ideas use it)",
-                                 {"200": deleted, **_errors("400", "404")},
-                                 params=[_path_idx("statusIdx")]),
+            "post": _operation(
+                "updateStatus",
+                "Rename a status",
+                {"200": _ok(_ref("Status")), **_errors("400", "404")},
+                params=[_path_idx("statusIdx")],
+                body=_body("NameOptional", required=False),
+            ),
+            "delete": _operation(
+                "deleteStatus",
+                "Delete a status (400 while ideas use it)",
+                {"200": deleted, **_errors("400", "404")},
+                params=[_path_idx("statusIdx")],
+            ),
         },
         "/integration-links": {
             "get": _operation(
                 "listIntegrationLinks",
                 "List integration links by idea and/or type (at least one is required)",
-                {"200": _ok(_obj({"data": {"type": "array", "items": _ref("IntegrationLink")},
-                                  "pagination": _ref("LinkPagination"),
-                                  "meta": {"type": "array"}})),
-                 **_errors("400", "404")},
-                params=[LIMIT,
-                        _param("after", "query", STRING,
-                               description="pagination.endCursor of the previous page."),
-                        _param("idea_idx", "query", STRING),
-                        _param("type", "query", STRING)],
+                {
+                    "200": _ok(
+                        _obj(
+                            {
+                                "data": {"type": "array", "items": _ref("IntegrationLink")},
+                                "pagination": _ref("LinkPagination"),
+                                "meta": {"type": "array"},
+                            }
+                        )
+                    ),
+                    **_errors("400", "404"),
+                },
+                params=[
+                    LIMIT,
+                    _param(
+                        "after",
+                        "query",
+                        STRING,
+                        description="pagination.endCursor of the previous page.",
+                    ),
+                    _param("idea_idx", "query", STRING),
+                    _param("type", "query", STRING),
+                ],
             ),
         },
         "/ideas": {
-            "get": _operation("listIdeas", "List ideas (sandbox extension; may be switched off)",
-                              {"200": _ok(_list("Idea")), **_errors("400", "404")},
-                              params=[LIMIT, AFTER]),
+            "get": _operation(
+                "listIdeas",
+                "List ideas (sandbox extension; may be switched off)",
+                {"200": _ok(_list("Idea")), **_errors("400", "404")},
+                params=[LIMIT, AFTER],
+            ),
         },
     }
 
@@ -510,8 +628,11 @@ def openapi_document(server_url: str = "/v1") -> dict[str, Any]:
             "responses": RESPONSES,
             "securitySchemes": {
                 "bearerAuth": {"type": "http", "scheme": "bearer"},
-                "basicAuth": {"type": "http", "scheme": "basic",
-                              "description": "base64('<API_KEY>:'): the key, an empty password."},
+                "basicAuth": {
+                    "type": "http",
+                    "scheme": "basic",
+                    "description": "base64('<API_KEY>:'): the key, an empty password.",
+                },
                 "apiKeyQuery": {"type": "apiKey", "in": "query", "name": "api_key"},
             },
         },

@@ -55,7 +55,9 @@ class Page:
     has_more: bool
 
 
-def take_page(keys: SortedList, after: Key | None, limit: int, *, newest_first: bool = False) -> Page:
+def take_page(
+    keys: SortedList, after: Key | None, limit: int, *, newest_first: bool = False
+) -> Page:
     """The ``limit`` keys just past ``after`` in list order, and whether more follow."""
     if newest_first:
         if after is None:

@@ -55,7 +55,8 @@ class AnnouncementViews:
             self._cache.move_to_end(cache_key)
             return hit
         matched = SortedList(
-            key for key in store.announcements.order
+            key
+            for key in store.announcements.order
             if _matches(store.announcements.by_idx[key[1]], flt, now_us)
         )
         self.builds += 1
@@ -78,6 +79,5 @@ def _matches(announcement: object, flt: AnnouncementFilter, now_us: int) -> bool
     if flt.published_after is not None and (published is None or published < flt.published_after):
         return False
     return not (
-        flt.published_before is not None
-        and (published is None or published > flt.published_before)
+        flt.published_before is not None and (published is None or published > flt.published_before)
     )

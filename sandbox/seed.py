@@ -63,14 +63,60 @@ SCALES: dict[str, Scale] = {
 }
 
 FIRST_NAMES = (
-    "Ada", "Zoë", "José", "Łukasz", "Søren", "Mária", "Ngọc", "Aiko", "Олена", "Björn",
-    "Chloé", "Mehmet", "Priya", "Kwame", "Siobhán", "François", "Dmitri", "Inés", "Yūki",
-    "Ana-María", "Sam", "Fatima", "Lars", "Chen", "Amara", "Noah", "Émile", "Greta",
+    "Ada",
+    "Zoë",
+    "José",
+    "Łukasz",
+    "Søren",
+    "Mária",
+    "Ngọc",
+    "Aiko",
+    "Олена",
+    "Björn",
+    "Chloé",
+    "Mehmet",
+    "Priya",
+    "Kwame",
+    "Siobhán",
+    "François",
+    "Dmitri",
+    "Inés",
+    "Yūki",
+    "Ana-María",
+    "Sam",
+    "Fatima",
+    "Lars",
+    "Chen",
+    "Amara",
+    "Noah",
+    "Émile",
+    "Greta",
 )
 LAST_NAMES = (
-    "Lovelace", "Müller", "García", "Kowalski", "Ødegaard", "Nguyễn", "Tanaka", "Шевченко",
-    "O'Brien", "Dubois", "Yılmaz", "Patel", "Mensah", "Ní Bhriain", "Smith", "van der Berg",
-    "Ivanov", "Núñez", "Sato", "Li", "Okafor", "Lindqvist", "Chen", "Rossi",
+    "Lovelace",
+    "Müller",
+    "García",
+    "Kowalski",
+    "Ødegaard",
+    "Nguyễn",
+    "Tanaka",
+    "Шевченко",
+    "O'Brien",
+    "Dubois",
+    "Yılmaz",
+    "Patel",
+    "Mensah",
+    "Ní Bhriain",
+    "Smith",
+    "van der Berg",
+    "Ivanov",
+    "Núñez",
+    "Sato",
+    "Li",
+    "Okafor",
+    "Lindqvist",
+    "Chen",
+    "Rossi",
 )
 EMAIL_DOMAINS = ("example.com", "acme.test", "mail.example.org", "firma.example.de")
 # custom attribute keys chosen to be awkward as column names
@@ -91,9 +137,26 @@ ATTRIBUTE_KEYS: tuple[tuple[str, str], ...] = (
     ("role", "role"),
 )
 COMPANY_WORDS = (
-    "Nordwind", "Café Étoile", "Blue Harbor", "Zürich Analytics", "Kōfuku", "Acme",
-    "Initech", "Umbrella", "Globex", "Soylent", "Hooli", "Vandelay", "Северсталь",
-    "Pied Piper", "Wayne", "Stark", "Tyrell", "Cyberdyne", "Aperture", "Black Mesa",
+    "Nordwind",
+    "Café Étoile",
+    "Blue Harbor",
+    "Zürich Analytics",
+    "Kōfuku",
+    "Acme",
+    "Initech",
+    "Umbrella",
+    "Globex",
+    "Soylent",
+    "Hooli",
+    "Vandelay",
+    "Северсталь",
+    "Pied Piper",
+    "Wayne",
+    "Stark",
+    "Tyrell",
+    "Cyberdyne",
+    "Aperture",
+    "Black Mesa",
 )
 COMPANY_SUFFIXES = ("GmbH", "Inc.", "Ltd", "SA", "AB", "株式会社", "LLC", "& Co.", "Oy", "")
 PLANS = ("free", "starter", "growth", "business", "enterprise")
@@ -102,28 +165,89 @@ ROLES = ("admin", "member", "viewer", "owner")
 SOURCES = ("organic", "ads", "referral", "partner", "event")
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "über", "naïve", "日本")
 STATUS_NAMES = (
-    "Under review", "Planned", "In progress", "Shipped", "Closed", "Won't do", "Needs info",
+    "Under review",
+    "Planned",
+    "In progress",
+    "Shipped",
+    "Closed",
+    "Won't do",
+    "Needs info",
 )
 TOPIC_NAMES = (
-    "Integrations", "Reporting", "Mobile", "API", "Billing", "UX", "Performance",
-    "Security", "Notifications", "Search", "Accessibility", "Localization", "Onboarding",
-    "Exports", "Permissions", "Dashboards", "Automation", "Admin", "Email", "Calendar",
+    "Integrations",
+    "Reporting",
+    "Mobile",
+    "API",
+    "Billing",
+    "UX",
+    "Performance",
+    "Security",
+    "Notifications",
+    "Search",
+    "Accessibility",
+    "Localization",
+    "Onboarding",
+    "Exports",
+    "Permissions",
+    "Dashboards",
+    "Automation",
+    "Admin",
+    "Email",
+    "Calendar",
 )
 CATEGORY_NAMES = (
-    ("New", "#10b981"), ("Improved", "#3b82f6"), ("Fixed", "#ef4444"),
-    ("Announcement", "#f59e0b"), ("Beta", "#8b5cf6"), ("Security", "#111827"),
-    ("Deprecated", "#6b7280"), ("Mobile", "#ec4899"), ("API", "#14b8a6"),
-    ("Integrations", "#0ea5e9"), ("Design", "#d946ef"), ("Performance", "#84cc16"),
+    ("New", "#10b981"),
+    ("Improved", "#3b82f6"),
+    ("Fixed", "#ef4444"),
+    ("Announcement", "#f59e0b"),
+    ("Beta", "#8b5cf6"),
+    ("Security", "#111827"),
+    ("Deprecated", "#6b7280"),
+    ("Mobile", "#ec4899"),
+    ("API", "#14b8a6"),
+    ("Integrations", "#0ea5e9"),
+    ("Design", "#d946ef"),
+    ("Performance", "#84cc16"),
 )
 IDEA_VERBS = (
-    "Export", "Import", "Filter", "Schedule", "Sync", "Bulk edit", "Share", "Archive",
-    "Search", "Tag", "Merge", "Group", "Sort", "Comment on", "Embed", "Translate",
+    "Export",
+    "Import",
+    "Filter",
+    "Schedule",
+    "Sync",
+    "Bulk edit",
+    "Share",
+    "Archive",
+    "Search",
+    "Tag",
+    "Merge",
+    "Group",
+    "Sort",
+    "Comment on",
+    "Embed",
+    "Translate",
 )
 IDEA_OBJECTS = (
-    "ideas to CSV", "roadmap items", "changelog posts", "followers", "status updates",
-    "reports", "dashboards", "votes", "comments", "attachments", "Jira issues",
-    "Slack threads", "Zendesk tickets", "release notes", "the portal in 日本語",
-    "custom fields", "SSO users", "webhooks", "dark mode themes", "email digests",
+    "ideas to CSV",
+    "roadmap items",
+    "changelog posts",
+    "followers",
+    "status updates",
+    "reports",
+    "dashboards",
+    "votes",
+    "comments",
+    "attachments",
+    "Jira issues",
+    "Slack threads",
+    "Zendesk tickets",
+    "release notes",
+    "the portal in 日本語",
+    "custom fields",
+    "SSO users",
+    "webhooks",
+    "dark mode themes",
+    "email digests",
 )
 SENTENCES = (
     "We need this for our weekly reporting.",
@@ -144,7 +268,7 @@ SENTENCES = (
     "Marking this as high priority for our CSM 🚀",
     "Not sure this fits everyone, but for us it is essential.",
     "Can you share a timeline with the <b>customer</b> team?",
-    "Quotes \"inside\" and backslashes \\ should survive.",
+    'Quotes "inside" and backslashes \\ should survive.',
     "Emoji with modifiers 👍🏽 and flags 🇳🇴 too.",
 )
 EMOJI = ("👍", "🎉", "❤️", "🚀", "👀", "😄", "🙌", "👍🏽")
@@ -241,9 +365,7 @@ def _seed_catalog(store: Store, size: Scale, rng: random.Random, start: int) -> 
     for i in range(size.statuses):
         moment = start + i * 60 * SECOND
         name = STATUS_NAMES[i] if i < len(STATUS_NAMES) else f"Stage {i + 1}"
-        statuses.append(
-            Status(make_idx("sts", i + 1), name, STATUS_PALETTE[i % 8], moment, moment)
-        )
+        statuses.append(Status(make_idx("sts", i + 1), name, STATUS_PALETTE[i % 8], moment, moment))
     store.statuses.load_sorted(statuses)
     store.counters["sts"] = size.statuses
 
@@ -270,9 +392,7 @@ def _seed_catalog(store: Store, size: Scale, rng: random.Random, start: int) -> 
 
 def _seed_ideas(store: Store, size: Scale, rng: random.Random, start: int, now: int) -> None:
     status_idxs = [key[1] for key in store.statuses.order]
-    status_weights = [6, 4, 3, 5, 2, 1, 1][: len(status_idxs)] + [1] * max(
-        0, len(status_idxs) - 7
-    )
+    status_weights = [6, 4, 3, 5, 2, 1, 1][: len(status_idxs)] + [1] * max(0, len(status_idxs) - 7)
     topic_idxs = [key[1] for key in store.topics.order]
     moments = sorted(_stamp_between(rng, start, now - DAY) for _ in range(size.ideas))
     ideas = []
@@ -346,16 +466,18 @@ def _seed_comments(store: Store, size: Scale, rng: random.Random, now: int) -> N
     rng.shuffle(idea_order)
     follower_order = list(range(len(followers)))
     rng.shuffle(follower_order)
-    idea_picks = rng.choices(idea_order, cum_weights=_zipf_cum_weights(len(ideas), 1.05),
-                             k=size.comments)
+    idea_picks = rng.choices(
+        idea_order, cum_weights=_zipf_cum_weights(len(ideas), 1.05), k=size.comments
+    )
     follower_picks = rng.choices(
         follower_order, cum_weights=_zipf_cum_weights(len(followers), 0.8), k=size.comments
     )
     drafts: list[tuple[int, int, int, bool]] = []
     for idea_i, follower_i in zip(idea_picks, follower_picks, strict=True):
         lo = max(ideas[idea_i].created, followers[follower_i].created)
-        drafts.append((_stamp_between(rng, lo, now - 60 * SECOND), idea_i, follower_i,
-                       rng.random() < 0.25))
+        drafts.append(
+            (_stamp_between(rng, lo, now - 60 * SECOND), idea_i, follower_i, rng.random() < 0.25)
+        )
     drafts.sort()
     comments = []
     attachment_n = 0
@@ -371,8 +493,16 @@ def _seed_comments(store: Store, size: Scale, rng: random.Random, now: int) -> N
                 attachments.append(Attachment(att_idx, name, url, media_type, created, created))
         updated = created if rng.random() < 0.9 else _stamp_between(rng, created, now)
         idea, follower = ideas[idea_i], followers[follower_i]
-        comment = Comment(idx, _paragraphs(rng, 3), is_private, follower.idx, idea.idx,
-                          attachments, created, updated)
+        comment = Comment(
+            idx,
+            _paragraphs(rng, 3),
+            is_private,
+            follower.idx,
+            idea.idx,
+            attachments,
+            created,
+            updated,
+        )
         comments.append(comment)
         if is_private:
             idea.note_count += 1
@@ -420,8 +550,10 @@ def _seed_announcements(
             published = _stamp_between(rng, created, min(now - 60 * SECOND, created + 3 * DAY))
         available = bisect_right(idea_created, created)
         shipped = (
-            [ideas[j].idx for j in rng.sample(range(available), k=min(available,
-                                                                       rng.choice((0, 1, 1, 2, 3))))]
+            [
+                ideas[j].idx
+                for j in rng.sample(range(available), k=min(available, rng.choice((0, 1, 1, 2, 3))))
+            ]
             if available
             else []
         )
@@ -438,8 +570,9 @@ def _seed_announcements(
             content=_announcement_markdown(rng, title, names),
             published_at=published,
             author_idx=rng.choice(user_idxs),
-            category_idxs=rng.sample(category_idxs, k=min(len(category_idxs),
-                                                          rng.choice((0, 1, 1, 2)))),
+            category_idxs=rng.sample(
+                category_idxs, k=min(len(category_idxs), rng.choice((0, 1, 1, 2)))
+            ),
             idea_idxs=shipped,
             reactions=reactions,
             created=created,
@@ -459,8 +592,9 @@ def _seed_links(store: Store, size: Scale, rng: random.Random, now: int) -> None
     order = list(range(len(ideas)))
     rng.shuffle(order)
     picks = rng.choices(order, cum_weights=_zipf_cum_weights(len(ideas), 0.9), k=size.links)
-    types = rng.choices([t for t, _ in LINK_TYPES], weights=[w for _, w in LINK_TYPES],
-                        k=size.links)
+    types = rng.choices(
+        [t for t, _ in LINK_TYPES], weights=[w for _, w in LINK_TYPES], k=size.links
+    )
     drafts = sorted(
         (ideas[i].created + int(rng.random() * (now - ideas[i].created)), i, link_type)
         for i, link_type in zip(picks, types, strict=True)
@@ -473,8 +607,9 @@ def _seed_links(store: Store, size: Scale, rng: random.Random, now: int) -> None
         if rng.random() < 0.5:
             meta["status"] = rng.choice(("open", "pending", "solved", "closed"))
         updated = created if rng.random() < 0.8 else created + int(rng.random() * (now - created))
-        links.append(Link(make_idx("lnk", n), ideas[idea_i].idx, link_type, ref, meta,
-                          created, updated))
+        links.append(
+            Link(make_idx("lnk", n), ideas[idea_i].idx, link_type, ref, meta, created, updated)
+        )
     store.links.load_sorted(links)
     for link in links:
         key = (link.created, link.idx)

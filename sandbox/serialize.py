@@ -24,7 +24,9 @@ Formatter = Callable[[int], str]
 
 _markdown = MarkdownIt("commonmark", {"html": False})
 _TAGS = re.compile(r"<[^>]+>")
-_BLOCK_ENDS = re.compile(r"</(?:p|h[1-6]|li|pre|blockquote|ul|ol|table|tr|td|th)>|<br\s*/?>|<hr\s*/?>")
+_BLOCK_ENDS = re.compile(
+    r"</(?:p|h[1-6]|li|pre|blockquote|ul|ol|table|tr|td|th)>|<br\s*/?>|<hr\s*/?>"
+)
 _SPACES = re.compile(r"\s+")
 _BLOCKS = re.compile(r"\n[ \t]*\n+")
 

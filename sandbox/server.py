@@ -56,7 +56,6 @@ def serve_in_thread(
 ) -> Iterator[RunningSandbox]:
     """Serves ``app`` from a background thread on a free port until the block exits."""
     server = uvicorn.Server(_config(app, host, port, "warning"))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
     thread = threading.Thread(target=server.run, name="sandbox-server", daemon=True)
     thread.start()
     deadline = threading.Event()

@@ -72,7 +72,9 @@ class Settings:
             elif key in _SIMPLE:
                 setattr(staged, key, _SIMPLE[key](key, value))
             else:
-                raise SettingsError(f"unknown setting {key!r}; known: {sorted([*_SIMPLE, 'faults'])}")
+                raise SettingsError(
+                    f"unknown setting {key!r}; known: {sorted([*_SIMPLE, 'faults'])}"
+                )
         for f in fields(self):
             setattr(self, f.name, getattr(staged, f.name))
 
@@ -182,5 +184,7 @@ def _script(where: str, value: Any) -> list[ScriptedFault]:
         method = entry.get("method")
         if not isinstance(prefix, str) or (method is not None and not isinstance(method, str)):
             raise SettingsError(f"{here}: path_prefix and method must be strings")
-        script.append(ScriptedFault(entry["kind"], count, prefix, method.upper() if method else None))
+        script.append(
+            ScriptedFault(entry["kind"], count, prefix, method.upper() if method else None)
+        )
     return script

@@ -273,8 +273,9 @@ class Store:
         return follower
 
     def _anonymous_follower(self) -> Follower:
-        if self.anonymous_follower_idx in self.followers.by_idx:
-            return self.followers.by_idx[self.anonymous_follower_idx]  # type: ignore[index]
+        existing = self.followers.by_idx.get(self.anonymous_follower_idx or "")
+        if existing is not None:
+            return existing
         email = "anonymous@users.invalid"
         n = 1
         while email in self.email_index:

@@ -39,8 +39,7 @@ def format_plain(us: int) -> str:
     """``2025-03-04 05:06:07``: whole seconds, no zone (UTC)."""
     dt = to_datetime(us)
     return (
-        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d} "
-        f"{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d} {dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
     )
 
 

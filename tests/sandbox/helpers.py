@@ -62,4 +62,4 @@ def store_order(app: SandboxApp, table: str) -> list[str]:
 
 
 def set_switches(app: SandboxApp, **changes: Any) -> None:
-    app.state.settings.update(changes)
+    app.state.configure(changes)

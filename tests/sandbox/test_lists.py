@@ -54,7 +54,7 @@ async def test_last_page_keeps_a_cursor_and_the_empty_page_after_it_is_null(
 async def test_a_saved_cursor_resumes_with_only_newer_items(
     sandbox_client: httpx.AsyncClient,
 ) -> None:
-    rows, paginations = await walk(sandbox_client, "/followers", limit=100)
+    _rows, paginations = await walk(sandbox_client, "/followers", limit=100)
     saved = paginations[-1]["after"] or paginations[-2]["after"]
     created = await sandbox_client.post(
         "/followers", json={"name": "Late Comer", "email": "late@example.com"}
@@ -77,8 +77,9 @@ async def test_a_cursor_stays_valid_when_its_item_is_deleted(
     assert gone not in idxs(rest)
 
 
-@pytest.mark.parametrize("types", ["comments", "notes", "comments|notes", "comments,notes",
-                                   "notes,comments", None])
+@pytest.mark.parametrize(
+    "types", ["comments", "notes", "comments|notes", "comments,notes", "notes,comments", None]
+)
 async def test_comment_lists_by_idea_and_type(
     sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp, types: str | None
 ) -> None:
@@ -89,8 +90,8 @@ async def test_comment_lists_by_idea_and_type(
         if types is not None:
             params["included_types"] = types
         rows, paginations = await walk(sandbox_client, "/comments", params, limit=4)
-        wanted = {"comment", "note"} if types and "|" in types or types and "," in types else (
-            {"note"} if types == "notes" else {"comment"}
+        wanted = {"notes": {"note"}, "comments": {"comment"}, None: {"comment"}}.get(
+            types, {"comment", "note"}
         )
         expected = [
             c.idx
@@ -159,8 +160,13 @@ async def test_integration_link_last_page_and_empty_result(
     body = (await sandbox_client.get("/integration-links", params={"type": "nope"})).json()
     assert body == {
         "data": [],
-        "pagination": {"total": 0, "count": 0, "hasNextPage": False, "startCursor": None,
-                       "endCursor": None},
+        "pagination": {
+            "total": 0,
+            "count": 0,
+            "hasNextPage": False,
+            "startCursor": None,
+            "endCursor": None,
+        },
         "meta": [],
     }
 
@@ -185,8 +191,12 @@ async def test_announcement_filters(
     other = list(store.categories)[1]
     response = await sandbox_client.get(
         "/announcements",
-        params=[("category_idxs[]", category), ("category_idxs[]", other),
-                ("category_idxs[]", "cat_unknown"), ("limit", 100)],
+        params=[
+            ("category_idxs[]", category),
+            ("category_idxs[]", other),
+            ("category_idxs[]", "cat_unknown"),
+            ("limit", 100),
+        ],
     )
     expected = [a.idx for a in every if {category, other} & set(a.category_idxs)]
     assert idxs(response.json()["data"]) == expected
@@ -202,8 +212,9 @@ async def test_announcement_filters(
     rows, _ = await walk(sandbox_client, "/announcements", {"published_before": moment})
     assert idxs(rows) == [a.idx for a in every if a.published_at and a.published_at <= middle]
     day = moment[:10]
-    rows, _ = await walk(sandbox_client, "/announcements",
-                         {"published_after": day, "published_before": day})
+    rows, _ = await walk(
+        sandbox_client, "/announcements", {"published_after": day, "published_before": day}
+    )
     assert all(row["published_at"][:10] == day for row in rows)
     assert middle in [a.published_at for a in every if a.idx in idxs(rows)]
 
@@ -225,7 +236,9 @@ async def test_scheduled_post_becomes_published_when_the_clock_passes_it(
     assert got["is_published"] is True
 
 
-async def test_include_attributes(sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp) -> None:
+async def test_include_attributes(
+    sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp
+) -> None:
     plain = (await sandbox_client.get("/followers", params={"limit": 5})).json()["data"]
     assert all("attributes" not in row and "companies" not in row for row in plain)
     full = (
@@ -247,15 +260,18 @@ async def test_search_followers_by_whole_email_any_case(
     sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp
 ) -> None:
     follower = next(iter(sandbox_app.state.store.followers))
-    body = (await sandbox_client.get(
-        "/followers/search", params={"email": follower.email.upper(), "include_attributes": "true"}
-    )).json()
+    body = (
+        await sandbox_client.get(
+            "/followers/search",
+            params={"email": follower.email.upper(), "include_attributes": "true"},
+        )
+    ).json()
     assert idxs(body["data"]) == [follower.idx]
     assert "attributes" in body["data"][0]
     assert body["pagination"]["total"] == 1
-    partial = (await sandbox_client.get(
-        "/followers/search", params={"email": follower.email[:-2]}
-    )).json()
+    partial = (
+        await sandbox_client.get("/followers/search", params={"email": follower.email[:-2]})
+    ).json()
     assert partial["data"] == [] and partial["pagination"]["total"] == 0
     missing = await sandbox_client.get("/followers/search")
     assert missing.status_code == 400 and "email" in missing.json()["message"]
@@ -353,8 +369,11 @@ async def test_bad_included_types_is_400(
 async def test_unknown_idea_is_404(sandbox_client: httpx.AsyncClient, path: str) -> None:
     response = await sandbox_client.get(path, params={"idea_idx": "ide_missing"})
     assert response.status_code == 404
-    assert response.json() == {"error": True, "message": "idea 'ide_missing' not found",
-                               "code": "not_found"}
+    assert response.json() == {
+        "error": True,
+        "message": "idea 'ide_missing' not found",
+        "code": "not_found",
+    }
 
 
 async def test_ideas_endpoint_switch(
