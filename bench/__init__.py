@@ -1,0 +1,1 @@
+"""Benchmarks: run by ``./run bench``, never by the test suite."""
