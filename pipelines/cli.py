@@ -2,6 +2,7 @@
 
 Subcommands:
     sandbox   run the reference server on loopback (tests, demos, benchmarks)
+    demo      start the reference server, change data, print a summary
 """
 
 from __future__ import annotations
@@ -158,6 +159,19 @@ def _run_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_parser(sub: Any) -> None:
+    p = sub.add_parser("demo", help="start the reference server, change data, show a summary")
+    p.add_argument("--scale", default="demo", choices=["tiny", "demo", "large"])
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(run=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from pipelines import demo
+
+    return demo.run(args.scale, args.seed)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="feedback-sync",
@@ -165,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _sandbox_parser(sub)
+    _demo_parser(sub)
     return parser
 
 
