@@ -229,3 +229,19 @@ async def test_ideas_discoverable_without_the_extension(
         seen |= {row["idea_idx"] for row in body["data"]}
     assert seen and seen <= set(sandbox_app.state.store.ideas.by_idx)
     assert idxs([{"idx": i} for i in sorted(seen)])
+
+
+@pytest.mark.slow
+def test_large_scale_has_the_promised_sizes_and_stays_consistent() -> None:
+    store = build_store("large", 1)
+    assert len(store.followers) >= 200_000
+    assert len(store.ideas) >= 20_000
+    assert len(store.comments) >= 500_000
+    assert len(store.announcements) >= 20_000
+    assert len(store.links) >= 100_000
+    assert len(store.followers.order) == len(store.followers.by_idx)
+    assert len(store.comments.order) == len(store.comments.by_idx)
+    assert sum(len(keys) for keys in store.comments_by_idea.groups.values()) == len(store.comments)
+    assert sum(len(k) for k in store.links_by_type.groups.values()) == len(store.links)
+    assert sum(i.comment_count + i.note_count for i in store.ideas) == len(store.comments)
+    assert len(store.email_index) == len(store.followers)
