@@ -181,17 +181,19 @@ class V1:
         data = self._follower_input(body, create=True)
         with self.store.lock:
             follower = self.store.create_follower(data)
-            return json_response({"data": self._follower_out(follower)})
+            return json_response({"data": self._follower_out(request, follower)})
 
     async def update_follower(self, request: Request) -> Response:
-        body = validate.json_body(await request.body(), optional=True)
-        data = self._follower_input(body, create=False)
+        raw = await request.body()
+        with self.store.lock:
+            self.store.followers.get("follower", request.path_params["idx"])
+        data = self._follower_input(validate.json_body(raw, optional=True), create=False)
         with self.store.lock:
             follower = self.store.update_follower(request.path_params["idx"], data)
-            return json_response({"data": self._follower_out(follower)})
+            return json_response({"data": self._follower_out(request, follower)})
 
-    def _follower_out(self, follower: Any) -> dict[str, Any]:
-        return self.serializer.follower(follower, self.settings.custom_attributes)
+    def _follower_out(self, request: Request, follower: Any) -> dict[str, Any]:
+        return self.serializer.follower(follower, self._include_attributes(request))
 
     async def delete_follower(self, request: Request) -> Response:
         content = request.query_params.get("content") or "delete"

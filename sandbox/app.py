@@ -131,13 +131,13 @@ class SandboxApp:
         async def server_error(request: Request, exc: Exception) -> Response:
             return error_response(500, "Internal server error")
 
-        self._app = Guard(
-            Starlette(
-                routes=[*v1.routes(), *control.routes(), Route("/openapi.json", openapi)],
-                exception_handlers={HTTPException: http_error, Exception: server_error},
-            ),
-            state,
+        routed = Starlette(
+            routes=[*v1.routes(), *control.routes(), Route("/openapi.json", openapi)],
+            exception_handlers={HTTPException: http_error, Exception: server_error},
         )
+        # a slash redirect would echo the query string, ?api_key= included: 404 instead
+        routed.router.redirect_slashes = False
+        self._app = Guard(routed, state)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)

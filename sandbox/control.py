@@ -84,8 +84,8 @@ class Control:
             now = body.get("now")
             try:
                 now_us = parse_body_moment(now) if isinstance(now, str) else None
-            except ValueError:
-                raise bad_request(f"now is not an ISO 8601 date-time: {now!r}") from None
+            except ValueError as exc:
+                raise bad_request(f"now: {exc}, got {now!r}") from None
             if now is not None and now_us is None:
                 raise bad_request("now must be an ISO 8601 string")
             clock.set(now_us, running=running)

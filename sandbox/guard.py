@@ -51,7 +51,7 @@ def _presented_key(scope: Scope) -> str | None:
                     return None
                 user, sep, password = decoded.partition(":")
                 return user if sep and not password else None
-            return None
+            break  # another scheme: fall back to the query string
     query = scope.get("query_string", b"")
     if b"api_key" in query:
         for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):

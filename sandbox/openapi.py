@@ -27,6 +27,10 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 STRING = {"type": "string"}
+# inline (not a $ref) where it must be nullable: OpenAPI 3.0 ignores siblings of $ref
+SCHEMAS_TIMESTAMP = {"type": "string", "pattern": TIMESTAMP_PATTERN}
+SCALAR = {"nullable": True, "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
+ATTRIBUTES = {"type": "object", "additionalProperties": SCALAR}
 TS = _ref("Timestamp")
 EMBEDDED_PERSON = _obj({"idx": STRING, "name": STRING, "avatar": STRING})
 
@@ -68,9 +72,10 @@ SCHEMAS: dict[str, Any] = {
         {
             "id": STRING,
             "name": STRING,
-            "monthly_spend": _nullable({"type": "number"}),
+            "monthly_spend": {"type": "number"},
             "attributes": {"type": "object", "additionalProperties": True},
-        }
+        },
+        ["id", "name", "attributes"],
     ),
     "Follower": _obj(
         {
@@ -103,7 +108,7 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Reaction counts keyed by emoji.",
             },
             "is_published": {"type": "boolean"},
-            "published_at": _nullable(TS),
+            "published_at": {**SCHEMAS_TIMESTAMP, "nullable": True},
             "created_at": TS,
             "updated_at": TS,
             "author": EMBEDDED_PERSON,
@@ -214,7 +219,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "name": STRING,
             "email": STRING,
-            "attributes": {"type": "object", "additionalProperties": True},
+            "attributes": ATTRIBUTES,
             "companies": {"type": "array", "items": _ref("CompanyInput")},
         },
         "required": ["name", "email"],
@@ -224,7 +229,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "name": STRING,
             "email": STRING,
-            "attributes": {"type": "object", "additionalProperties": True},
+            "attributes": ATTRIBUTES,
             "companies": {"type": "array", "items": _ref("CompanyInput")},
         },
     },
@@ -255,7 +260,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {"message": STRING},
         "required": ["message"],
     },
-    "NameOptional": {"type": "object", "properties": {"name": STRING}},
+    "NameOptional": {"type": "object", "properties": {"name": _nullable(STRING)}},
     "NameRequired": {"type": "object", "properties": {"name": STRING}, "required": ["name"]},
 }
 
@@ -268,34 +273,35 @@ RATE_HEADERS = {
     "X-RateLimit-Limit": {"schema": {"type": "string"}, "description": "While a limit is set."},
     "X-RateLimit-Remaining": {"schema": {"type": "string"}, "description": "While a limit is set."},
 }
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": RATE_HEADERS,
+        "content": _json_content(_ref("Error")),
+    }
+
+
 RESPONSES: dict[str, Any] = {
-    "BadRequest": {
-        "description": "Invalid request; the message names the field.",
-        "content": _json_content(_ref("Error")),
-    },
-    "Unauthorized": {
-        "description": "Missing or wrong API key.",
-        "content": _json_content(_ref("Error")),
-    },
-    "Forbidden": {
-        "description": "Custom attributes are not enabled.",
-        "content": _json_content(_ref("Error")),
-    },
-    "NotFound": {"description": "Unknown idx.", "content": _json_content(_ref("Error"))},
+    "BadRequest": _error("Invalid request; the message names the field."),
+    "Unauthorized": _error("Missing or wrong API key."),
+    "Forbidden": _error("Custom attributes are not enabled."),
+    "NotFound": _error("Unknown idx."),
     "RateLimited": {
         "description": "Rate limited.",
-        "headers": {"Retry-After": {"schema": {"type": "string"}, "required": True}},
+        "headers": {
+            "Retry-After": {"schema": {"type": "string"}, "required": True},
+            **RATE_HEADERS,
+        },
         "content": _json_content(_ref("Error")),
     },
-    "ServerError": {"description": "Server fault.", "content": _json_content(_ref("Error"))},
+    "ServerError": _error("Server fault."),
     "BadGateway": {
         "description": "A proxy's error page.",
         "content": {"text/html": {"schema": {"type": "string"}}},
     },
-    "Unavailable": {
-        "description": "Temporarily unavailable.",
-        "content": _json_content(_ref("Error")),
-    },
+    "Unavailable": _error("Temporarily unavailable."),
 }
 
 
@@ -376,6 +382,7 @@ def _paths() -> dict[str, Any]:
                 "createFollower",
                 "Create a follower",
                 {"200": _ok(_wrapped("Follower")), **_errors("400", "403")},
+                params=[INCLUDE_ATTRIBUTES],
                 body=_body("FollowerCreate"),
             ),
         },
@@ -392,7 +399,7 @@ def _paths() -> dict[str, Any]:
                 "updateFollower",
                 "Update a follower (attributes and companies merge)",
                 {"200": _ok(_wrapped("Follower")), **_errors("400", "403", "404")},
-                params=[_path_idx("followerIdx")],
+                params=[_path_idx("followerIdx"), INCLUDE_ATTRIBUTES],
                 body=_body("FollowerUpdate", required=False),
             ),
             "delete": _operation(

@@ -16,7 +16,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from sandbox.records import Announcement, Comment, Follower, Idea, Link, Status, Topic
+from sandbox.records import Announcement, Comment, Company, Follower, Idea, Link, Status, Topic
 from sandbox.store import Store
 from sandbox.timefmt import format_iso, format_plain
 
@@ -63,15 +63,7 @@ class Serializer:
         if include_attributes:
             data["attributes"] = follower.attributes
             companies = self.store.companies
-            data["companies"] = [
-                {
-                    "id": company.id,
-                    "name": company.name,
-                    "monthly_spend": company.monthly_spend,
-                    "attributes": company.attributes,
-                }
-                for company in (companies[cid] for cid in follower.company_ids)
-            ]
+            data["companies"] = [_company(companies[cid]) for cid in follower.company_ids]
         data["created_at"] = fmt(follower.created)
         data["updated_at"] = fmt(follower.updated)
         return data
@@ -184,6 +176,14 @@ class Serializer:
             "created_at": fmt(idea.created),
             "updated_at": fmt(idea.updated),
         }
+
+
+def _company(company: Company) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": company.id, "name": company.name}
+    if company.monthly_spend is not None:  # the spec's number: left out, never null
+        data["monthly_spend"] = company.monthly_spend
+    data["attributes"] = company.attributes
+    return data
 
 
 def render_markdown(content: str) -> tuple[str, str | None]:

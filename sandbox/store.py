@@ -71,8 +71,13 @@ class Invalid(StoreError):
 
 
 def make_idx(prefix: str, n: int) -> str:
-    """An opaque, unique idx: the counter through a bijection of 40-bit integers."""
-    return f"{prefix}_{(n * 0x9E3779B97F + 0x5DEECE66D) % (1 << 40):010x}"
+    """An opaque-looking, unique idx that grows with the counter ``n``.
+
+    Lists order by ``(created_at, idx)``; with whole-second timestamps, items created in the
+    same second tie on ``created_at``, and an idx that grows with creation keeps them in
+    creation order, so a saved cursor still sees every later item.
+    """
+    return f"{prefix}_{n * 7919 + 0x5DEECE66D:010x}"
 
 
 def slugify(name: str) -> str:
@@ -224,7 +229,7 @@ class Store:
                 company = Company(company_id, str(entry["name"]), None)
                 self.companies[company_id] = company
             company.name = str(entry["name"])
-            if "monthly_spend" in entry:
+            if entry.get("monthly_spend") is not None:
                 company.monthly_spend = entry["monthly_spend"]
             company.attributes.update(extras)
             if company_id not in follower.company_ids:

@@ -66,7 +66,7 @@ def parse_query_moment(value: str, *, end_of_day: bool = False) -> int:
         start = from_datetime(datetime.fromisoformat(value).replace(tzinfo=UTC))
         return start + DAY - 1 if end_of_day else start
     if _DATE_TIME_ZONED.match(value):
-        return from_datetime(datetime.fromisoformat(value.replace("Z", "+00:00")))
+        return _in_range(from_datetime(datetime.fromisoformat(value.replace("Z", "+00:00"))))
     raise ValueError("expected an ISO 8601 date (2025-03-04) or a date-time with a zone")
 
 
@@ -74,12 +74,23 @@ def parse_body_moment(value: str) -> int:
     """Parses a timestamp sent in a request body (ISO 8601; no zone means UTC).
 
     Raises:
-        ValueError: not an ISO 8601 date or date-time.
+        ValueError: not an ISO 8601 date or date-time, or outside years 1900 to 9998.
     """
     text = value.strip()
     if not text or not text[:4].isdigit():
         raise ValueError("expected an ISO 8601 date-time")
-    return from_datetime(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    return _in_range(from_datetime(datetime.fromisoformat(text.replace("Z", "+00:00"))))
+
+
+_MIN_US = from_datetime(datetime(1900, 1, 1, tzinfo=UTC))
+_MAX_US = from_datetime(datetime(9999, 1, 1, tzinfo=UTC))
+
+
+def _in_range(us: int) -> int:
+    """Refuses moments the API could not show back in both formats."""
+    if not _MIN_US <= us < _MAX_US:
+        raise ValueError("must lie between the years 1900 and 9998")
+    return us
 
 
 def truncate_to_second(us: int) -> int:

@@ -15,8 +15,8 @@ from starlette.datastructures import QueryParams
 from sandbox.errors import bad_request
 from sandbox.timefmt import parse_body_moment, parse_query_moment
 
-_INTEGER = re.compile(r"^\d+$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+_INTEGER = re.compile(r"[0-9]+")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 TRUE = ("true", "1")
 FALSE = ("false", "0")
 
@@ -25,7 +25,7 @@ def limit(params: QueryParams) -> int:
     raw = params.get("limit")
     if raw is None:
         return 20
-    if not _INTEGER.match(raw) or not 1 <= int(raw) <= 100:
+    if not _INTEGER.fullmatch(raw) or not 1 <= int(raw) <= 100:
         raise bad_request(f"limit must be an integer from 1 to 100, got {raw!r}")
     return int(raw)
 
@@ -34,7 +34,7 @@ def page_number(params: QueryParams) -> int:
     raw = params.get("offset")
     if raw is None or raw == "":
         return 1
-    if not _INTEGER.match(raw) or int(raw) < 1:
+    if not _INTEGER.fullmatch(raw) or int(raw) < 1:
         raise bad_request(f"offset must be a page number >= 1, got {raw!r}")
     return int(raw)
 
@@ -100,7 +100,8 @@ def required_str(body: dict[str, Any], name: str) -> str:
 
 
 def optional_str(body: dict[str, Any], name: str) -> str | None:
-    if name not in body:
+    """An optional string; absent or null both mean "not given"."""
+    if body.get(name) is None:
         return None
     value = body[name]
     if not isinstance(value, str):
@@ -130,7 +131,7 @@ def str_list(body: dict[str, Any], name: str) -> list[str]:
 
 def email(body: dict[str, Any], *, required: bool) -> str | None:
     value = required_str(body, "email") if required else optional_str(body, "email")
-    if value is not None and not _EMAIL.match(value):
+    if value is not None and not _EMAIL.fullmatch(value):
         raise bad_request(f"email is not a valid email address: {value!r}")
     return value
 
@@ -143,8 +144,8 @@ def published_at(body: dict[str, Any]) -> int | None:
         raise bad_request(f"published_at must be an ISO 8601 string or null, got {_type(value)}")
     try:
         return parse_body_moment(value)
-    except ValueError:
-        raise bad_request(f"published_at is not an ISO 8601 date-time: {value!r}") from None
+    except ValueError as exc:
+        raise bad_request(f"published_at: {exc}, got {value!r}") from None
 
 
 def _scalar(value: Any) -> bool:

@@ -27,6 +27,7 @@ async def test_follower_create_update_merge_and_delete(
 ) -> None:
     created = await sandbox_client.post(
         "/followers",
+        params={"include_attributes": "true"},
         json={
             "name": "Zoë Ødegaard",
             "email": "Zoe@Example.com",
@@ -48,6 +49,7 @@ async def test_follower_create_update_merge_and_delete(
 
     updated = await sandbox_client.post(
         f"/followers/{idx}",
+        params={"include_attributes": "true"},
         json={
             "attributes": {"plan": "enterprise", "beta-tester": True},
             "companies": [
