@@ -41,7 +41,6 @@ class AnnouncementViews:
         self.store = store
         self.size = size
         self._cache: OrderedDict[tuple[object, ...], SortedList] = OrderedDict()
-        self.builds = 0
 
     def keys(self, flt: AnnouncementFilter, now_us: int) -> SortedList:
         store = self.store
@@ -59,7 +58,6 @@ class AnnouncementViews:
             for key in store.announcements.order
             if _matches(store.announcements.by_idx[key[1]], flt, now_us)
         )
-        self.builds += 1
         self._cache[cache_key] = matched
         if len(self._cache) > self.size:
             self._cache.popitem(last=False)
