@@ -18,8 +18,6 @@ from datetime import UTC, datetime
 from itertools import accumulate
 from typing import Any
 
-from sortedcontainers import SortedList
-
 from sandbox.records import (
     Announcement,
     Attachment,
@@ -452,9 +450,7 @@ def _seed_followers(store: Store, size: Scale, rng: random.Random, start: int, n
                 updated,
             )
         )
-        store.email_index[email.lower()] = idx
-    store.followers.load_sorted(followers)
-    store.counters["flw"] = size.followers
+    store.load_followers(followers)
 
 
 def _seed_comments(store: Store, size: Scale, rng: random.Random, now: int) -> None:
@@ -504,25 +500,7 @@ def _seed_comments(store: Store, size: Scale, rng: random.Random, now: int) -> N
             updated,
         )
         comments.append(comment)
-        if is_private:
-            idea.note_count += 1
-        else:
-            idea.comment_count += 1
-        if created > idea.updated:
-            idea.updated = created
-        store.comments_by_follower.setdefault(follower.idx, set()).add(idx)
-    store.comments.load_sorted(comments)
-    by_idea: dict[str, list[tuple[int, str]]] = {}
-    by_idea_kind: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    for comment in comments:
-        key = (comment.created, comment.idx)
-        by_idea.setdefault(comment.idea_idx, []).append(key)
-        kind = "note" if comment.is_private else "comment"
-        by_idea_kind.setdefault((comment.idea_idx, kind), []).append(key)
-    store.comments_by_idea.groups = {k: SortedList(v) for k, v in by_idea.items()}
-    store.comments_by_idea_kind.groups = {k: SortedList(v) for k, v in by_idea_kind.items()}
-    store.counters["cmt"] = len(comments)
-    store.counters["att"] = attachment_n
+    store.load_comments(comments, attachment_n)
 
 
 def _seed_announcements(
@@ -566,7 +544,7 @@ def _seed_announcements(
         announcement = Announcement(
             idx=make_idx("ann", i + 1),
             name=title,
-            slug=store._unique_slug(title),
+            slug=store.unique_slug(title),
             content=_announcement_markdown(rng, title, names),
             published_at=published,
             author_idx=rng.choice(user_idxs),
@@ -579,10 +557,7 @@ def _seed_announcements(
             updated=created if published is None or published > now else max(created, published),
         )
         announcements.append(announcement)
-        if published is not None:
-            store.published_times.add(published)
-    store.announcements.load_sorted(announcements)
-    store.counters["ann"] = size.announcements
+    store.load_announcements(announcements)
 
 
 def _seed_links(store: Store, size: Scale, rng: random.Random, now: int) -> None:
@@ -610,10 +585,4 @@ def _seed_links(store: Store, size: Scale, rng: random.Random, now: int) -> None
         links.append(
             Link(make_idx("lnk", n), ideas[idea_i].idx, link_type, ref, meta, created, updated)
         )
-    store.links.load_sorted(links)
-    for link in links:
-        key = (link.created, link.idx)
-        store.links_by_idea.add(link.idea_idx, key)
-        store.links_by_type.add(link.type, key)
-        store.links_by_idea_type.add((link.idea_idx, link.type), key)
-    store.counters["lnk"] = len(links)
+    store.load_links(links)

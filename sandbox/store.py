@@ -147,6 +147,13 @@ class MultiIndex:
     def get(self, group: Any) -> SortedList:
         return self.groups.get(group) or _EMPTY
 
+    def load(self, pairs: Iterable[tuple[Any, Key]]) -> None:
+        """Bulk load (seeding) from ``(group, key)`` pairs in key order."""
+        grouped: dict[Any, list[Key]] = {}
+        for group, key in pairs:
+            grouped.setdefault(group, []).append(key)
+        self.groups = {group: SortedList(keys) for group, keys in grouped.items()}
+
 
 _EMPTY: SortedList = SortedList()
 
@@ -203,6 +210,50 @@ class Store:
         # bumped on every announcement write: filtered-list caches key on it
         self.announcement_generation = 0
         self.anonymous_follower_idx: str | None = None
+
+    # bulk loads (seeding): the same indexes and side effects as the writes below, in O(n)
+
+    def load_followers(self, followers: list[Follower]) -> None:
+        """Loads followers sorted by creation; their companies must already be loaded."""
+        self.followers.load_sorted(followers)
+        self.email_index.update((f.email.lower(), f.idx) for f in followers)
+        self.counters["flw"] = len(followers)
+
+    def load_announcements(self, announcements: list[Announcement]) -> None:
+        self.announcements.load_sorted(announcements)
+        self.published_times = SortedList(
+            a.published_at for a in announcements if a.published_at is not None
+        )
+        self.counters["ann"] = len(announcements)
+        self.announcement_generation += 1
+
+    def load_comments(self, comments: list[Comment], attachments: int) -> None:
+        """Loads comments sorted by creation; bumps their ideas as ``create_comment`` does."""
+        self.comments.load_sorted(comments)
+        self.comments_by_idea.load((c.idea_idx, (c.created, c.idx)) for c in comments)
+        self.comments_by_idea_kind.load(
+            ((c.idea_idx, "note" if c.is_private else "comment"), (c.created, c.idx))
+            for c in comments
+        )
+        for comment in comments:
+            self.comments_by_follower.setdefault(comment.follower_idx, set()).add(comment.idx)
+            idea = self.ideas.by_idx[comment.idea_idx]
+            if comment.is_private:
+                idea.note_count += 1
+            else:
+                idea.comment_count += 1
+            idea.updated = max(idea.updated, comment.created)
+        self.counters["cmt"] = len(comments)
+        self.counters["att"] = attachments
+
+    def load_links(self, links: list[Link]) -> None:
+        self.links.load_sorted(links)
+        self.links_by_idea.load((link.idea_idx, (link.created, link.idx)) for link in links)
+        self.links_by_type.load((link.type, (link.created, link.idx)) for link in links)
+        self.links_by_idea_type.load(
+            ((link.idea_idx, link.type), (link.created, link.idx)) for link in links
+        )
+        self.counters["lnk"] = len(links)
 
     def next_idx(self, prefix: str) -> str:
         n = self.counters.get(prefix, 0) + 1
@@ -322,7 +373,8 @@ class Store:
             if category_idx not in self.categories:
                 raise Invalid("category_idxs", f"unknown category {category_idx!r}")
 
-    def _unique_slug(self, name: str) -> str:
+    def unique_slug(self, name: str) -> str:
+        """``name`` as a slug, with ``-2``, ``-3``... when taken; reserves it."""
         base = slugify(name)
         slug, n = base, 1
         while slug in self.slugs:
@@ -344,7 +396,7 @@ class Store:
         announcement = Announcement(
             idx=self.next_idx("ann"),
             name=data.name,
-            slug=self._unique_slug(data.name),
+            slug=self.unique_slug(data.name),
             content=data.content,
             published_at=None,
             author_idx=data.author_idx,
@@ -364,7 +416,7 @@ class Store:
         self._check_announcement_refs(data)
         if data.name != announcement.name:
             self.slugs.discard(announcement.slug)
-            announcement.slug = self._unique_slug(data.name)
+            announcement.slug = self.unique_slug(data.name)
             announcement.name = data.name
         if data.content != announcement.content:
             announcement.content = data.content
