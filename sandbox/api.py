@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from sandbox import validate
-from sandbox.errors import ApiError, bad_request
+from sandbox.errors import ApiError, bad_request, json_response
 from sandbox.pagination import (
     CursorError,
     Key,
@@ -31,16 +30,12 @@ from sandbox.pagination import (
 from sandbox.queries import AnnouncementFilter, AnnouncementViews
 from sandbox.serialize import Serializer
 from sandbox.settings import Settings
-from sandbox.store import AnnouncementInput, FollowerInput, Invalid, NotFound, Store
+from sandbox.store import AnnouncementInput, FollowerInput, Store
 
 if TYPE_CHECKING:
     from sandbox.app import SandboxState
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-def json_response(payload: Any) -> Response:
-    return Response(orjson.dumps(payload), media_type="application/json")
 
 
 def deleted(resource: str) -> Response:
@@ -71,7 +66,7 @@ class V1:
 
     def routes(self) -> list[Route]:
         def route(path: str, handler: Handler, method: str) -> Route:
-            return Route(f"/v1{path}", _guarded(handler), methods=[method])
+            return Route(f"/v1{path}", handler, methods=[method])
 
         return [
             route("/followers", self.list_followers, "GET"),
@@ -429,19 +424,3 @@ def _decode(scope: str, raw: str | None) -> Key | None:
         return decode_cursor(scope, raw)
     except CursorError as exc:
         raise bad_request(f"after: {exc}") from None
-
-
-def _guarded(handler: Handler) -> Handler:
-    """Turns the store's refusals into the contract's error answers."""
-
-    async def run(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except ApiError as exc:
-            return exc.response()
-        except NotFound as exc:
-            return ApiError(404, str(exc)).response()
-        except Invalid as exc:
-            return ApiError(400, str(exc)).response()
-
-    return run

@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from sandbox.api import V1
 from sandbox.control import Control
-from sandbox.errors import error_response
+from sandbox.errors import HANDLED, answer_error, error_response
 from sandbox.faults import FaultInjector, RateLimiter, RequestLog
 from sandbox.guard import Guard
 from sandbox.openapi import openapi_document
@@ -133,7 +133,11 @@ class SandboxApp:
 
         routed = Starlette(
             routes=[*v1.routes(), *control.routes(), Route("/openapi.json", openapi)],
-            exception_handlers={HTTPException: http_error, Exception: server_error},
+            exception_handlers={
+                HTTPException: http_error,
+                **dict.fromkeys(HANDLED, answer_error),
+                Exception: server_error,
+            },
         )
         # a slash redirect would echo the query string, ?api_key= included: 404 instead
         routed.router.redirect_slashes = False

@@ -23,7 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from sandbox import validate
-from sandbox.errors import ApiError, bad_request
+from sandbox.errors import bad_request, json_response
 from sandbox.mutate import PlanError, apply_plan, plan_from_request
 from sandbox.seed import SCALES
 from sandbox.settings import SettingsError
@@ -33,17 +33,13 @@ if TYPE_CHECKING:
     from sandbox.app import SandboxState
 
 
-def _json(payload: Any) -> Response:
-    return Response(orjson.dumps(payload), media_type="application/json")
-
-
 class Control:
     def __init__(self, state: SandboxState) -> None:
         self.state = state
 
     def routes(self) -> list[Route]:
         def route(path: str, handler: Any, methods: list[str]) -> Route:
-            return Route(f"/_sandbox{path}", _guarded(handler), methods=methods)
+            return Route(f"/_sandbox{path}", handler, methods=methods)
 
         return [
             route("/health", self.health, ["GET"]),
@@ -58,7 +54,7 @@ class Control:
     async def health(self, request: Request) -> Response:
         state = self.state
         with state.store.lock:
-            return _json(
+            return json_response(
                 {"ok": True, "scale": state.scale, "seed": state.seed, "counts": state.counts()}
             )
 
@@ -69,7 +65,7 @@ class Control:
                 self.state.configure(body)
             except SettingsError as exc:
                 raise bad_request(str(exc)) from None
-        return _json(self.state.settings.public())
+        return json_response(self.state.settings.public())
 
     async def clock(self, request: Request) -> Response:
         clock = self.state.store.clock
@@ -94,7 +90,7 @@ class Control:
                 if isinstance(advance, bool) or not isinstance(advance, int | float):
                     raise bad_request("advance_seconds must be a number")
                 clock.advance(int(advance * SECOND))
-        return _json({"now": format_iso(clock.now()), "running": clock.running})
+        return json_response({"now": format_iso(clock.now()), "running": clock.running})
 
     async def mutate(self, request: Request) -> Response:
         body = validate.json_body(await request.body())
@@ -108,7 +104,7 @@ class Control:
             except PlanError as exc:
                 raise bad_request(str(exc)) from None
             changes = apply_plan(store, plan, seed)
-        return _json(
+        return json_response(
             {
                 resource: {"created": c.created, "updated": c.updated, "deleted": c.deleted}
                 for resource, c in changes.items()
@@ -159,12 +155,12 @@ class Control:
         log = self.state.log
         if request.method == "DELETE":
             log.clear()
-            return _json({"cleared": True, "last_seq": log.last_seq})
+            return json_response({"cleared": True, "last_seq": log.last_seq})
         raw = request.query_params.get("since", "0")
         if not raw.isdigit():
             raise bad_request(f"since must be a sequence number, got {raw!r}")
         entries = [e.as_dict() for e in log.since(int(raw))]
-        return _json({"requests": entries, "last_seq": log.last_seq})
+        return json_response({"requests": entries, "last_seq": log.last_seq})
 
     async def reset(self, request: Request) -> Response:
         body = validate.json_body(await request.body(), optional=True)
@@ -175,19 +171,10 @@ class Control:
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise bad_request("seed must be an integer")
         self.state.rebuild(scale, seed)
-        return _json({"ok": True, "scale": scale, "seed": seed, "counts": self.state.counts()})
+        return json_response(
+            {"ok": True, "scale": scale, "seed": seed, "counts": self.state.counts()}
+        )
 
 
 def vars_of(record: Any) -> dict[str, Any]:
     return {name: getattr(record, name) for name in record.__slots__}
-
-
-def _guarded(handler: Any) -> Any:
-    async def run(request: Request) -> Response:
-        try:
-            response: Response = await handler(request)
-            return response
-        except ApiError as exc:
-            return exc.response()
-
-    return run

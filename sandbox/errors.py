@@ -1,13 +1,18 @@
 """Error answers: one exception for every error the API gives, and its JSON body.
 
 Bodies follow ``api-contract.md``: ``{"error": true, "message": ..., "code": ...}``.
-Messages name the offending field or idx and never contain the API key.
+Messages name the offending field or idx and never contain the API key. Handlers raise
+``ApiError`` (or the store's ``NotFound`` / ``Invalid``); ``answer_error``, registered once
+on the app, answers all of them.
 """
 
 from __future__ import annotations
 
 import orjson
+from starlette.requests import Request
 from starlette.responses import Response
+
+from sandbox.store import Invalid, NotFound
 
 CODES = {
     400: "invalid_request",
@@ -53,3 +58,21 @@ def error_response(
 
 def bad_request(message: str) -> ApiError:
     return ApiError(400, message)
+
+
+def json_response(payload: object) -> Response:
+    return Response(orjson.dumps(payload), media_type="application/json")
+
+
+def answer_error(request: Request, exc: Exception) -> Response:
+    """The one place that turns a refusal into an answer: the app's exception handler."""
+    if isinstance(exc, NotFound):
+        return ApiError(404, str(exc)).response()
+    if isinstance(exc, Invalid):
+        return ApiError(400, str(exc)).response()
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+# every exception class answer_error handles, for Starlette's exception_handlers
+HANDLED = (ApiError, NotFound, Invalid)
