@@ -71,17 +71,8 @@ class SandboxState:
         self.log.clear()
 
     def counts(self) -> dict[str, int]:
-        store = self.store
-        return {
-            "followers": len(store.followers),
-            "announcements": len(store.announcements),
-            "comments": len(store.comments),
-            "topics": len(store.topics),
-            "statuses": len(store.statuses),
-            "integration_links": len(store.links),
-            "ideas": len(store.ideas),
-            "companies": len(store.companies),
-        }
+        counts = {name: len(table) for name, table in self.store.tables().items()}
+        return counts | {"companies": len(self.store.companies)}
 
     def dumper(self, now_us: int) -> Callable[[str, Any], dict[str, Any]]:
         """Ground-truth rows: API shapes, ISO timestamps, plus the keys lists hide."""

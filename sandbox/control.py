@@ -121,16 +121,7 @@ class Control:
         now = store.clock.now()
         dumper = state.dumper(now)
         yield b'{"now":' + orjson.dumps(format_iso(now))
-        sections: list[tuple[str, Any]] = [
-            ("followers", store.followers),
-            ("announcements", store.announcements),
-            ("comments", store.comments),
-            ("topics", store.topics),
-            ("statuses", store.statuses),
-            ("integration_links", store.links),
-            ("ideas", store.ideas),
-        ]
-        for name, table in sections:
+        for name, table in store.tables().items():
             yield b',"' + name.encode() + b'":['
             first = True
             batch: list[bytes] = []

@@ -25,6 +25,8 @@ from sandbox.seed import (
 from sandbox.store import AnnouncementInput, FollowerInput, Invalid, Store, Table
 from sandbox.timefmt import DAY
 
+# the order a batch applies in: ideas last, because deleting one cascades to its comments
+# and links (the names are those of Store.tables())
 RESOURCES = (
     "followers",
     "announcements",
@@ -66,9 +68,9 @@ def plan_from_request(body: dict[str, Any], store: Store) -> dict[str, dict[str,
             or not 0 < fraction <= 1
         ):
             raise PlanError(f"fraction must be a number in (0, 1], got {fraction!r}")
-        sizes = _sizes(store)
+        tables = store.tables()
         for resource in RESOURCES:
-            n = max(1, round(sizes[resource] * fraction))
+            n = max(1, round(len(tables[resource]) * fraction))
             plan[resource] = {
                 "create": max(1, round(n * 0.4)),
                 "update": max(1, round(n * 0.4)),
@@ -89,18 +91,6 @@ def plan_from_request(body: dict[str, Any], store: Store) -> dict[str, dict[str,
                 raise PlanError(f"{key}.{op} must be an integer >= 0, got {count!r}")
             counts[op] = count
     return plan
-
-
-def _sizes(store: Store) -> dict[str, int]:
-    return {
-        "followers": len(store.followers),
-        "announcements": len(store.announcements),
-        "comments": len(store.comments),
-        "topics": len(store.topics),
-        "statuses": len(store.statuses),
-        "integration_links": len(store.links),
-        "ideas": len(store.ideas),
-    }
 
 
 def apply_plan(store: Store, plan: dict[str, dict[str, int]], seed: int) -> dict[str, Changes]:

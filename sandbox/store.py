@@ -211,6 +211,18 @@ class Store:
         self.announcement_generation = 0
         self.anonymous_follower_idx: str | None = None
 
+    def tables(self) -> dict[str, Table[Any]]:
+        """Every listed resource, by the name the control interface and the dump use."""
+        return {
+            "followers": self.followers,
+            "announcements": self.announcements,
+            "comments": self.comments,
+            "topics": self.topics,
+            "statuses": self.statuses,
+            "integration_links": self.links,
+            "ideas": self.ideas,
+        }
+
     # bulk loads (seeding): the same indexes and side effects as the writes below, in O(n)
 
     def load_followers(self, followers: list[Follower]) -> None:
