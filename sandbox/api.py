@@ -30,12 +30,13 @@ from sandbox.pagination import (
 from sandbox.queries import AnnouncementFilter, AnnouncementViews
 from sandbox.serialize import Serializer
 from sandbox.settings import Settings
-from sandbox.store import AnnouncementInput, FollowerInput, Store
+from sandbox.store import AnnouncementInput, FollowerInput, Store, Table
 
 if TYPE_CHECKING:
     from sandbox.app import SandboxState
 
 Handler = Callable[[Request], Awaitable[Response]]
+LINKS = "integration-links"
 
 
 def deleted(resource: str) -> Response:
@@ -104,19 +105,27 @@ class V1:
         *,
         newest_first: bool = False,
     ) -> Response:
+        """One page of a cursor list, in the links' pagination shape for ``integration-links``."""
         params = request.query_params
         size = validate.limit(params)
         raw_after = params.get("after") or None
         after = _decode(scope, raw_after)
         page = take_page(keys, after, size, newest_first=newest_first)
-        return json_response(
-            {
-                "data": [render(key[1]) for key in page.keys],
-                "pagination": cursor_pagination(
-                    scope, page, len(keys), raw_after, self.settings.last_page_after
-                ),
-            }
-        )
+        body: dict[str, Any] = {"data": [render(key[1]) for key in page.keys]}
+        if scope == LINKS:
+            body["pagination"] = link_pagination(scope, page, len(keys))
+            body["meta"] = []
+        else:
+            body["pagination"] = cursor_pagination(
+                scope, page, len(keys), raw_after, self.settings.last_page_after
+            )
+        return json_response(body)
+
+    def _existing(self, table: Table[Any], resource: str, request: Request) -> str:
+        """The path's idx, after checking it exists: an unknown idx is 404 before any 400."""
+        idx: str = request.path_params["idx"]
+        table.get(resource, idx)
+        return idx
 
     # followers
 
@@ -139,14 +148,16 @@ class V1:
         include = self._include_attributes(request)
         with self.store.lock:
             idx = self.store.email_index.get(email.strip().lower())
-            data = []
-            if idx is not None:
-                data.append(self.serializer.follower(self.store.followers.by_idx[idx], include))
-            pagination: dict[str, Any] = {"total": len(data), "before": None, "after": None}
-            if data and self.settings.last_page_after == "cursor":
-                follower = self.store.followers.by_idx[data[0]["idx"]]
-                pagination["after"] = encode_cursor("followers", (follower.created, follower.idx))
-            return json_response({"data": data, "pagination": pagination})
+            found = [self.store.followers.by_idx[idx]] if idx is not None else []
+            after = None
+            if found and self.settings.last_page_after == "cursor":
+                after = encode_cursor("followers", (found[0].created, found[0].idx))
+            return json_response(
+                {
+                    "data": [self.serializer.follower(f, include) for f in found],
+                    "pagination": {"total": len(found), "before": None, "after": after},
+                }
+            )
 
     def _include_attributes(self, request: Request) -> bool:
         wanted = validate.flag(request.query_params, "include_attributes") or False
@@ -181,10 +192,9 @@ class V1:
     async def update_follower(self, request: Request) -> Response:
         raw = await request.body()
         with self.store.lock:
-            self.store.followers.get("follower", request.path_params["idx"])
-        data = self._follower_input(validate.json_body(raw, optional=True), create=False)
-        with self.store.lock:
-            follower = self.store.update_follower(request.path_params["idx"], data)
+            idx = self._existing(self.store.followers, "follower", request)
+            data = self._follower_input(validate.json_body(raw, optional=True), create=False)
+            follower = self.store.update_follower(idx, data)
             return json_response({"data": self._follower_out(request, follower)})
 
     def _follower_out(self, request: Request, follower: Any) -> dict[str, Any]:
@@ -249,11 +259,9 @@ class V1:
     async def update_announcement(self, request: Request) -> Response:
         raw = await request.body()
         with self.store.lock:
-            # an unknown idx is 404 even when the body is also wrong
-            self.store.announcements.get("announcement", request.path_params["idx"])
-        data = self._announcement_input(validate.json_body(raw))
-        with self.store.lock:
-            announcement = self.store.update_announcement(request.path_params["idx"], data)
+            idx = self._existing(self.store.announcements, "announcement", request)
+            data = self._announcement_input(validate.json_body(raw))
+            announcement = self.store.update_announcement(idx, data)
             return self._announcement_out(announcement)
 
     def _announcement_out(self, announcement: Any) -> Response:
@@ -303,10 +311,9 @@ class V1:
     async def update_comment(self, request: Request) -> Response:
         raw = await request.body()
         with self.store.lock:
-            self.store.comments.get("comment", request.path_params["idx"])
-        message = validate.required_str(validate.json_body(raw), "message")
-        with self.store.lock:
-            comment = self.store.update_comment(request.path_params["idx"], message)
+            idx = self._existing(self.store.comments, "comment", request)
+            message = validate.required_str(validate.json_body(raw), "message")
+            comment = self.store.update_comment(idx, message)
             return json_response({"data": self.serializer.comment(comment)})
 
     async def delete_comment(self, request: Request) -> Response:
@@ -336,10 +343,9 @@ class V1:
     async def update_topic(self, request: Request) -> Response:
         raw = await request.body()
         with self.store.lock:
-            self.store.topics.get("topic", request.path_params["idx"])
-        name = validate.optional_str(validate.json_body(raw, optional=True), "name")
-        with self.store.lock:
-            topic = self.store.update_topic(request.path_params["idx"], name)
+            idx = self._existing(self.store.topics, "topic", request)
+            name = validate.optional_str(validate.json_body(raw, optional=True), "name")
+            topic = self.store.update_topic(idx, name)
             return json_response(self.serializer.topic(topic))
 
     async def delete_topic(self, request: Request) -> Response:
@@ -364,10 +370,9 @@ class V1:
     async def update_status(self, request: Request) -> Response:
         raw = await request.body()
         with self.store.lock:
-            self.store.statuses.get("status", request.path_params["idx"])
-        name = validate.optional_str(validate.json_body(raw, optional=True), "name")
-        with self.store.lock:
-            status = self.store.update_status(request.path_params["idx"], name)
+            idx = self._existing(self.store.statuses, "status", request)
+            name = validate.optional_str(validate.json_body(raw, optional=True), "name")
+            status = self.store.update_status(idx, name)
             return json_response(self.serializer.status(status))
 
     async def delete_status(self, request: Request) -> Response:
@@ -383,8 +388,6 @@ class V1:
         link_type = params.get("type") or None
         if idea_idx is None and link_type is None:
             raise bad_request("at least one of idea_idx and type is required")
-        size = validate.limit(params)
-        after = _decode("integration-links", params.get("after") or None)
         with self.store.lock:
             store = self.store
             if idea_idx is not None and idea_idx not in store.ideas.by_idx:
@@ -395,15 +398,8 @@ class V1:
                 keys = store.links_by_idea.get(idea_idx)
             else:
                 keys = store.links_by_type.get(link_type)
-            page = take_page(keys, after, size)
             by_idx, ser = store.links.by_idx, self.serializer
-            return json_response(
-                {
-                    "data": [ser.link(by_idx[key[1]]) for key in page.keys],
-                    "pagination": link_pagination("integration-links", page, len(keys)),
-                    "meta": [],
-                }
-            )
+            return self._cursor_list(request, LINKS, keys, lambda idx: ser.link(by_idx[idx]))
 
     # ideas (the sandbox's read-only extension)
 
