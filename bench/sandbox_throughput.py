@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import shutil
@@ -177,7 +178,7 @@ def _report(results: list[Measurement], args: argparse.Namespace) -> str:
         "",
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         f"- machine: {platform.machine()}, {platform.system()} {platform.release()}, "
-        f"{__import__('os').cpu_count()} cores, Python {platform.python_version()}",
+        f"{os.cpu_count()} cores, Python {platform.python_version()}",
         f"- load: wrk, 1 thread, {args.connections} connections, {args.seconds}s per scale, "
         "random 100-row pages of `GET /v1/followers?include_attributes=true` over every "
         "cursor of the list; the sandbox is one uvicorn process on loopback",

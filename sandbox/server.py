@@ -6,6 +6,7 @@ import contextlib
 import logging
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -58,15 +59,13 @@ def serve_in_thread(
     server = uvicorn.Server(_config(app, host, port, "warning"))
     thread = threading.Thread(target=server.run, name="sandbox-server", daemon=True)
     thread.start()
-    deadline = threading.Event()
-    waited = 0.0
+    deadline = time.monotonic() + startup_timeout
     while not server.started:
         if not thread.is_alive():
             raise RuntimeError("the sandbox server failed to start (see the log above)")
-        if waited > startup_timeout:
+        if time.monotonic() > deadline:
             raise TimeoutError(f"the sandbox server did not start within {startup_timeout}s")
-        deadline.wait(0.02)
-        waited += 0.02
+        time.sleep(0.02)
     bound = server.servers[0].sockets[0].getsockname()
     try:
         yield RunningSandbox(app, host, bound[1])

@@ -152,15 +152,19 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def attributes(body: dict[str, Any], name: str = "attributes") -> dict[str, Any] | None:
+def attributes(
+    body: dict[str, Any], name: str = "attributes", *, where: str | None = None
+) -> dict[str, Any] | None:
+    """An object of scalar values; ``where`` names it in messages (default: ``name``)."""
     if name not in body:
         return None
     value = body[name]
+    label = where or name
     if not isinstance(value, dict):
-        raise bad_request(f"{name} must be an object of key-value pairs, got {_type(value)}")
+        raise bad_request(f"{label} must be an object of key-value pairs, got {_type(value)}")
     for key, item in value.items():
         if not _scalar(item):
-            raise bad_request(f"{name}.{key} must be a string, number, boolean or null")
+            raise bad_request(f"{label}.{key} must be a string, number, boolean or null")
     return value
 
 
@@ -180,7 +184,8 @@ def companies(body: dict[str, Any]) -> list[dict[str, Any]] | None:
         spend = entry.get("monthly_spend")
         if spend is not None and (isinstance(spend, bool) or not isinstance(spend, int | float)):
             raise bad_request(f"{where}.monthly_spend must be a number, got {_type(spend)}")
-        attributes(entry, "attributes") if "attributes" in entry else None
+        if "attributes" in entry:
+            attributes(entry, "attributes", where=f"{where}.attributes")
         for key, item in entry.items():
             if key != "attributes" and not _scalar(item):
                 raise bad_request(f"{where}.{key} must be a string, number, boolean or null")

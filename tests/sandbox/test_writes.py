@@ -430,3 +430,14 @@ async def test_statuses_unwrapped_palette_and_in_use_delete(
 async def test_unknown_routes_and_methods_answer_json(sandbox_client: httpx.AsyncClient) -> None:
     assert error(await sandbox_client.get("/votes"), 404)["code"] == "not_found"
     assert error(await sandbox_client.put("/followers"), 405)["code"] == "method_not_allowed"
+
+
+async def test_nested_company_attributes_are_named_in_the_error(
+    sandbox_client: httpx.AsyncClient,
+) -> None:
+    body = {
+        "name": "A",
+        "email": "a@b.c",
+        "companies": [{"id": "1", "name": "X", "attributes": {"tier": ["gold"]}}],
+    }
+    error(await sandbox_client.post("/followers", json=body), 400, "companies[0].attributes.tier")
