@@ -58,6 +58,16 @@ def run(scale: str = "demo", seed: int = 1) -> int:
             f"{name:<{width}}  {before[name]:>10,} {after[name]:>8,}  {len(c['created']):>8} "
             f"{len(c['updated']):>8} {len(c['deleted']):>8}"
         )
+    for name in LISTS:
+        c = changes.get(name, {"created": [], "updated": [], "deleted": []})
+        extra = after[name] - (before[name] + len(c["created"]) - len(c["deleted"]))
+        if extra and name == "followers":
+            print(
+                f"({extra:+} follower: the one 'Anonymous' follower, made when a deleted "
+                "follower's comments were reassigned with content=reassign)"
+            )
+        elif extra:
+            print(f"({name}: {extra:+} beyond the batch)")
     v1 = [r for r in served if r["path"].startswith("/v1")]
     print(
         f"\ndemo: done in {time.perf_counter() - started:.1f}s; the server answered "
