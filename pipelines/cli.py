@@ -1,8 +1,12 @@
 """``feedback-sync``: the command line.
 
 Subcommands:
+    sync      pull the Feedback API into DuckDB, Parquet or another dlt destination
+    status    the saved state per resource and the row counts of the warehouse
     sandbox   run the reference server on loopback (tests, demos, benchmarks)
-    demo      start the reference server, change data, print a summary
+    demo      reference server, full sync, a change at the server, normal sync, summary
+
+Exit codes: 0 success, 1 the run failed, 2 bad input or configuration.
 """
 
 from __future__ import annotations
@@ -18,6 +22,111 @@ from typing import Any
 
 class UsageError(Exception):
     """Bad command-line input: printed without a traceback, exit code 2."""
+
+
+def _target_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--destination",
+        default="duckdb",
+        metavar="duckdb|parquet|NAME",
+        help="duckdb (default: data/warehouse.duckdb, or DESTINATION__DUCKDB__CREDENTIALS), "
+        "parquet (files under --parquet-dir), or any dlt destination by name",
+    )
+    p.add_argument("--dataset", default="feedback", help="dataset (schema) name (default feedback)")
+    p.add_argument(
+        "--parquet-dir",
+        default="data/parquet",
+        help="folder of the Parquet output (default data/parquet)",
+    )
+    p.add_argument(
+        "--pipelines-dir", help="dlt's working folder (default: dlt's, ~/.dlt/pipelines)"
+    )
+
+
+def _target(args: argparse.Namespace) -> Any:
+    from pathlib import Path
+
+    from pipelines.warehouse import Target
+
+    if not args.destination.strip():
+        raise UsageError("--destination must not be empty")
+    if not args.dataset.replace("_", "").isalnum():
+        raise UsageError(f"--dataset must be letters, digits and underscores, got {args.dataset!r}")
+    return Target(
+        destination=args.destination.strip(),
+        dataset=args.dataset,
+        parquet_dir=Path(args.parquet_dir),
+        pipelines_dir=Path(args.pipelines_dir) if args.pipelines_dir else None,
+    )
+
+
+def _sync_parser(sub: Any) -> None:
+    from pipelines.feedback.settings import RESOURCES
+
+    p = sub.add_parser(
+        "sync",
+        help="pull the Feedback API into the warehouse (incremental; --full reads everything)",
+        description="Pull every resource of the Feedback API into DuckDB (default), Parquet "
+        "or any dlt destination. A normal run fetches only what changed where the API "
+        "allows it; --full reads everything and removes rows deleted at the source. "
+        "Settings: section [sources.feedback] of .dlt/config.toml and .dlt/secrets.toml, "
+        "or SOURCES__FEEDBACK__* environment variables.",
+    )
+    p.add_argument("--full", action="store_true", help="read everything; reconcile deletes")
+    p.add_argument(
+        "--resources",
+        metavar="a,b",
+        help=f"only these resources (comma-separated): {', '.join(RESOURCES)}",
+    )
+    _target_arguments(p)
+    p.add_argument(
+        "--progress-every", type=float, default=5.0, metavar="SECONDS", help=argparse.SUPPRESS
+    )
+    p.set_defaults(run=_run_sync)
+
+
+def _run_sync(args: argparse.Namespace) -> int:
+    from pipelines.feedback.errors import ConfigError
+    from pipelines.sync import run_sync
+
+    resources = (
+        [r.strip() for r in args.resources.split(",") if r.strip()] if args.resources else None
+    )
+    if args.resources is not None and not resources:
+        raise UsageError("--resources needs at least one resource name")
+    try:
+        result = run_sync(
+            _target(args),
+            full=args.full,
+            resources=resources,
+            progress_every=args.progress_every,
+        )
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    print(result.summary())
+    return 0
+
+
+def _status_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "status",
+        help="saved state per resource and row counts per table",
+        description="Show the state the last successful sync saved (cursors, windows, "
+        "ideas tracked) and the rows per table in the warehouse.",
+    )
+    _target_arguments(p)
+    p.set_defaults(run=_run_status)
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    from pipelines.feedback.errors import ConfigError
+    from pipelines.status import status_report
+
+    try:
+        print(status_report(_target(args)))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
 
 
 def _sandbox_parser(sub: Any) -> None:
@@ -178,12 +287,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Move a feedback service's data into a warehouse and back.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _sync_parser(sub)
+    _status_parser(sub)
     _sandbox_parser(sub)
     _demo_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -194,6 +308,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        from pipelines.failures import explain
+
+        message, code = explain(exc)
+        if message is None:
+            raise
+        print(f"feedback-sync {args.command}: error: {message}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

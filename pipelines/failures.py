@@ -1,0 +1,43 @@
+"""Turning a failed run into one line a person can act on (the CLI's last resort).
+
+dlt wraps what a resource raised (``PipelineStepFailed`` -> ``ResourceExtractionError`` ->
+our error); this walks the chain for the error that says what happened.
+"""
+
+from __future__ import annotations
+
+from pipelines.feedback.errors import ConfigError, FeedbackError
+from pipelines.feedback.shaping import DataError
+
+LOCKED = "Could not set lock on file"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo += [getattr(current, "exception", None), current.__cause__, current.__context__]
+    return seen
+
+
+def explain(exc: BaseException) -> tuple[str | None, int]:
+    """``(message, exit code)`` for a failure we can describe, else ``(None, 1)``."""
+    chain = _chain(exc)
+    for error in chain:
+        if isinstance(error, ConfigError):
+            return str(error), 2
+    for error in chain:
+        if isinstance(error, FeedbackError | DataError):
+            return f"{error}. Nothing from this run was committed; the next run resumes.", 1
+    for error in chain:
+        if LOCKED in str(error):
+            return (
+                "the DuckDB file is in use by another process (only one writer at a time): "
+                + str(error).split("\n")[0],
+                1,
+            )
+    return None, 1

@@ -1,0 +1,312 @@
+"""One HTTP client per run: auth, a shared rate limit, bounded concurrency, and retries.
+
+Every request of a run goes through ``FeedbackClient.get_json``. It is the one place that
+classifies failures:
+
+- 429, 5xx, timeouts, dropped connections and bodies that are not a JSON object are retried
+  with exponential backoff and full jitter, honouring ``Retry-After`` (a 429's pause holds
+  back every thread, not only the one that met it), up to ``max_retries`` retries;
+- 404 raises ``NotFound`` (callers decide whether that is fatal);
+- any other answer outside 2xx raises ``ApiError`` at once.
+
+The client is thread-safe: the source's resources and the per-idea fan-out share it.
+Tests swap the network through ``transport`` (``httpx.MockTransport``, an in-process app,
+or nothing for a real server).
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+from pipelines.feedback.errors import ApiError, NotFound, RetriesExhausted, redact_url
+from pipelines.feedback.settings import FeedbackSettings
+
+log = logging.getLogger("feedback_sync")
+
+USER_AGENT = "feedback-sync/0.1 (+dlt)"
+BACKOFF_BASE_SECONDS = 0.5
+BACKOFF_CAP_SECONDS = 30.0
+# a Retry-After beyond this is not waited for: the run fails and says so
+MAX_RETRY_AFTER_SECONDS = 300.0
+
+Params = Mapping[str, str | int]
+
+
+class RateLimiter:
+    """Spaces requests ``1 / rate`` seconds apart across threads; ``pause`` holds everyone."""
+
+    def __init__(self, rate: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._interval = 1.0 / rate if rate else 0.0
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._next = 0.0
+
+    def reserve(self) -> float:
+        """Takes the next slot; returns how long the caller must wait for it."""
+        with self._lock:
+            now = self._clock()
+            slot = max(now, self._next)
+            self._next = slot + self._interval
+            return slot - now
+
+    def pause(self, seconds: float) -> None:
+        """No request starts for ``seconds`` from now (a 429's ``Retry-After``)."""
+        with self._lock:
+            self._next = max(self._next, self._clock() + seconds)
+
+
+@dataclass
+class RequestStats:
+    """What a run asked of the service; safe to read while it runs."""
+
+    requests: int = 0
+    retries: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    by_resource: Counter[str] = field(default_factory=Counter)
+    rows_by_resource: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, resource: str, status: int | None) -> None:
+        with self._lock:
+            self.requests += 1
+            self.by_resource[resource] += 1
+            if status is not None:
+                self.statuses[status] += 1
+
+    def count_retry(self) -> None:
+        with self._lock:
+            self.retries += 1
+
+    def count_rows(self, resource: str, rows: int) -> None:
+        with self._lock:
+            self.rows_by_resource[resource] += rows
+
+
+class _Retryable(Exception):
+    """Internal: one attempt failed in a way worth another try."""
+
+    def __init__(self, status: int | None, detail: str, retry_after: float | None = None):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.retry_after = retry_after
+
+
+class FeedbackClient:
+    """A thread-safe client for the Feedback API v1 (``get_json`` is the only way out)."""
+
+    def __init__(
+        self,
+        settings: FeedbackSettings,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.stats = RequestStats()
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._limiter = RateLimiter(settings.requests_per_second)
+        self._slots = threading.BoundedSemaphore(settings.max_concurrency)
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        self._key_param: dict[str, str] = {}
+        if settings.auth_method == "bearer":
+            headers["Authorization"] = f"Bearer {settings.api_key}"
+        elif settings.auth_method == "basic":
+            token = base64.b64encode(f"{settings.api_key}:".encode()).decode()
+            headers["Authorization"] = f"Basic {token}"
+        else:
+            self._key_param = {"api_key": settings.api_key}
+        limits = httpx.Limits(
+            max_connections=settings.max_concurrency,
+            max_keepalive_connections=settings.max_concurrency,
+        )
+        self._http = httpx.Client(
+            base_url=settings.base_url + "/",
+            headers=headers,
+            timeout=httpx.Timeout(settings.timeout_seconds),
+            limits=limits,
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> FeedbackClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def describe(self, path: str, params: Params) -> str:
+        """The request as messages show it: full URL, key redacted."""
+        url = httpx.URL(self.settings.base_url + "/" + path.lstrip("/"), params=dict(params))
+        return redact_url(str(url))
+
+    def get_json(
+        self,
+        path: str,
+        params: Params,
+        *,
+        resource: str,
+        check: Callable[[dict[str, Any]], str | None] | None = None,
+    ) -> dict[str, Any]:
+        """GETs ``path`` (relative to the base URL) and returns the JSON object it answered.
+
+        ``check`` inspects a 2xx body and names what is wrong with its shape (or returns
+        None); a body that fails it is retried like a truncated one.
+
+        Raises:
+            NotFound: the service answered 404.
+            ApiError: another 4xx, or a redirect; never retried.
+            RetriesExhausted: retryable failures past ``max_retries``.
+        """
+        attempt = 0
+        while True:
+            try:
+                return self._attempt(path, params, resource, check)
+            except _Retryable as failure:
+                attempt += 1
+                if attempt > self.settings.max_retries:
+                    raise RetriesExhausted(
+                        resource,
+                        "GET",
+                        self.describe(path, params),
+                        failure.status,
+                        f"gave up after {attempt} attempts; last: {failure.detail}",
+                    ) from None
+                delay = self._backoff(attempt, failure.retry_after)
+                if delay is None:
+                    raise RetriesExhausted(
+                        resource,
+                        "GET",
+                        self.describe(path, params),
+                        failure.status,
+                        f"the service asked to wait {failure.retry_after:.0f}s (Retry-After), "
+                        f"more than the {MAX_RETRY_AFTER_SECONDS:.0f}s this client waits",
+                    ) from None
+                self.stats.count_retry()
+                log.warning(
+                    "%s: retry %d/%d in %.2fs after %s: GET %s",
+                    resource,
+                    attempt,
+                    self.settings.max_retries,
+                    delay,
+                    failure.detail,
+                    self.describe(path, params),
+                )
+                if failure.retry_after is not None:
+                    self._limiter.pause(delay)
+                self._sleep(delay)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float | None:
+        if retry_after is not None:
+            if retry_after > MAX_RETRY_AFTER_SECONDS:
+                return None
+            # a little jitter on top, so paused threads do not return in lockstep
+            return retry_after + self._rng.uniform(0, 0.25)
+        ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+        return self._rng.uniform(ceiling / 2, ceiling)
+
+    def _attempt(
+        self,
+        path: str,
+        params: Params,
+        resource: str,
+        check: Callable[[dict[str, Any]], str | None] | None,
+    ) -> dict[str, Any]:
+        wait = self._limiter.reserve()
+        if wait > 0:
+            self._sleep(wait)
+        query = {**params, **self._key_param}
+        status: int | None = None
+        with self._slots:
+            try:
+                response = self._http.get(path.lstrip("/"), params=query)
+                status = response.status_code
+                body = response.content
+            except httpx.TimeoutException as exc:
+                raise _Retryable(None, f"timed out ({type(exc).__name__})") from None
+            except httpx.TransportError as exc:
+                raise _Retryable(None, f"connection failed ({type(exc).__name__})") from None
+            finally:
+                self.stats.count(resource, status)
+        return self._classify(response, body, path, params, resource, check)
+
+    def _classify(
+        self,
+        response: httpx.Response,
+        body: bytes,
+        path: str,
+        params: Params,
+        resource: str,
+        check: Callable[[dict[str, Any]], str | None] | None,
+    ) -> dict[str, Any]:
+        status = response.status_code
+        if status == 429 or status >= 500:
+            retry_after = _retry_after(response.headers.get("Retry-After"))
+            message = self._scrub(_server_message(body))
+            raise _Retryable(status, f"HTTP {status} {message}", retry_after)
+        if 200 <= status < 300:
+            try:
+                data = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                raise _Retryable(status, f"HTTP {status} with a body that is not JSON") from None
+            if not isinstance(data, dict):
+                raise _Retryable(status, f"HTTP {status} with a JSON body that is not an object")
+            problem = check(data) if check else None
+            if problem:
+                raise _Retryable(status, f"HTTP {status} with an unexpected body: {problem}")
+            return data
+        url = self.describe(path, params)
+        message = self._scrub(_server_message(body))
+        if status == 404:
+            raise NotFound(resource, "GET", url, status, message)
+        raise ApiError(resource, "GET", url, status, message)
+
+    def _scrub(self, text: str) -> str:
+        """Whatever the server echoed, the key does not travel on in a message."""
+        return text.replace(self.settings.api_key, "***")
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds: delta-seconds or an HTTP date; None when absent or garbled."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _server_message(body: bytes) -> str:
+    """What the server said: the error body's ``message`` (and ``code``), else a short excerpt."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        code = data.get("code")
+        return f"{data['message']} ({code})" if isinstance(code, str) else data["message"]
+    text = body[:200].decode("utf-8", "replace").strip()
+    return repr(text) if text else "(empty body)"

@@ -1,0 +1,67 @@
+"""What one run of the source shares across its resources."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from pipelines.feedback.client import FeedbackClient
+from pipelines.feedback.settings import FeedbackSettings
+
+
+@dataclass
+class SyncRun:
+    """Settings, the one HTTP client, and what the resources learned while running.
+
+    ``complete`` names the resources read from their start to their end in this run: only
+    their tables may have deletes reconciled (rows not seen are gone at the source).
+    """
+
+    settings: FeedbackSettings
+    full: bool = False
+    transport: httpx.BaseTransport | None = None
+    client: FeedbackClient = field(init=False)
+    complete: set[str] = field(default_factory=set)
+    ideas_endpoint: bool | None = None
+    skipped: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _claimed: set[str] = field(default_factory=set, repr=False)
+    _once_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.client = FeedbackClient(self.settings, transport=self.transport)
+
+    def mark_complete(self, resource: str) -> None:
+        with self._lock:
+            self.complete.add(resource)
+
+    def count_skipped(self, resource: str) -> None:
+        with self._lock:
+            self.skipped[resource] = self.skipped.get(resource, 0) + 1
+
+    def once(self, name: str, step: Callable[[], None]) -> None:
+        """Runs ``step`` the first time ``name`` is asked for; later callers wait until it ran.
+
+        For one-time steps of transformer calls that dlt runs in parallel.
+        """
+        with self._once_lock:
+            if name not in self._claimed:
+                step()
+                self._claimed.add(name)
+
+
+def idea_signature(idea: dict[str, Any]) -> str | None:
+    """A short fingerprint of what tells that an idea's comments changed, or None.
+
+    Built from ``comment_count``, ``note_count`` and ``updated_at`` (a new comment or note
+    moves all three); None when the service sends none of them, so the idea is always polled.
+    """
+    parts = [idea.get(name) for name in ("comment_count", "note_count", "updated_at")]
+    if all(part is None for part in parts):
+        return None
+    return format(zlib.crc32("|".join(map(str, parts)).encode()), "08x")

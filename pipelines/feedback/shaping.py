@@ -1,0 +1,155 @@
+"""API objects to the rows that land: timestamps parsed, child rows keyed by their parent.
+
+dlt turns a list inside a row into a child table (``followers`` -> ``followers__companies``)
+linked by ``_dlt_parent_id``; these functions add the parent's idx to every child row
+(``follower_idx``, ``announcement_idx``, ``comment_idx``, ``idea_idx``) so analysts can join
+on the API's own keys, and reshape what would otherwise become arbitrary columns:
+
+- follower ``attributes`` -> ``followers__attributes`` rows of ``key``, ``value``
+  (text: strings as they are, anything else as JSON) and ``value_type``;
+- announcement ``reaction_count`` (keyed by emoji) -> ``announcements__reactions`` rows of
+  ``reaction``, ``count``;
+- idea ``topic_idxs`` -> ``ideas__topics`` rows of ``topic_idx``.
+
+Timestamps arrive as ``2025-03-04 05:06:07`` (UTC, no zone) or ISO 8601 with a zone;
+either becomes an aware UTC ``datetime``, whichever a resource uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pendulum
+
+Row = dict[str, Any]
+
+
+class DataError(ValueError):
+    """A row the API sent cannot be shaped (a timestamp that is not one, say)."""
+
+
+def parse_timestamp(value: Any, where: str) -> datetime | None:
+    """Either timestamp format (or null) to an aware UTC datetime."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DataError(f"{where}: expected a timestamp string, got {value!r}")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        try:
+            parsed = pendulum.parse(value, strict=False)
+        except (ValueError, pendulum.parsing.exceptions.ParserError):
+            raise DataError(f"{where}: not a timestamp: {value!r}") from None
+        if not isinstance(parsed, datetime):
+            raise DataError(f"{where}: not a date-time: {value!r}") from None
+        moment = parsed
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _stamp(row: Row, fields: tuple[str, ...], where: Callable[[], str]) -> None:
+    for name in fields:
+        if name in row:
+            row[name] = parse_timestamp(row[name], f"{where()}.{name}")
+
+
+_TIMES = ("created_at", "updated_at")
+
+
+def _where(resource: str, row: Row) -> Callable[[], str]:
+    return lambda: f"{resource} {row.get('idx', '?')}"
+
+
+def follower(row: Row) -> Row:
+    where = _where("followers", row)
+    _stamp(row, _TIMES, where)
+    idx = row.get("idx")
+    attributes = row.pop("attributes", None)
+    if isinstance(attributes, dict):
+        row["attributes"] = [
+            {"follower_idx": idx, "key": str(key), **_attribute_value(value)}
+            for key, value in attributes.items()
+        ]
+    companies = row.get("companies")
+    if isinstance(companies, list):
+        row["companies"] = [
+            {"follower_idx": idx, **company} if isinstance(company, dict) else company
+            for company in companies
+        ]
+    return row
+
+
+def _attribute_value(value: Any) -> Row:
+    if isinstance(value, str):
+        return {"value": value, "value_type": "string"}
+    if value is None:
+        return {"value": None, "value_type": "null"}
+    if isinstance(value, bool):
+        kind = "boolean"
+    elif isinstance(value, int | float):
+        kind = "number"
+    elif isinstance(value, list):
+        kind = "array"
+    else:
+        kind = "object"
+    return {"value": orjson.dumps(value).decode(), "value_type": kind}
+
+
+def announcement(row: Row) -> Row:
+    where = _where("announcements", row)
+    _stamp(row, (*_TIMES, "published_at"), where)
+    idx = row.get("idx")
+    for name in ("categories", "ideas"):
+        items = row.get(name)
+        if isinstance(items, list):
+            row[name] = [
+                {"announcement_idx": idx, **item} if isinstance(item, dict) else item
+                for item in items
+            ]
+    reactions = row.pop("reaction_count", None)
+    if isinstance(reactions, dict):
+        row["reactions"] = [
+            {"announcement_idx": idx, "reaction": emoji, "count": count}
+            for emoji, count in reactions.items()
+        ]
+    return row
+
+
+def comment(row: Row, idea_idx: str) -> Row:
+    where = _where("comments", row)
+    _stamp(row, _TIMES, where)
+    row["idea_idx"] = idea_idx
+    idx = row.get("idx")
+    attachments = row.get("attachments")
+    if isinstance(attachments, list):
+        shaped = []
+        for item in attachments:
+            if isinstance(item, dict):
+                item = {"comment_idx": idx, **item}
+                _stamp(item, _TIMES, _where(f"comments {idx} attachment", item))
+            shaped.append(item)
+        row["attachments"] = shaped
+    return row
+
+
+def plain(resource: str) -> Callable[[Row], Row]:
+    """Topics, statuses, integration links: timestamps only."""
+
+    def shape(row: Row) -> Row:
+        _stamp(row, _TIMES, _where(resource, row))
+        return row
+
+    return shape
+
+
+def idea(row: Row) -> Row:
+    _stamp(row, _TIMES, _where("ideas", row))
+    topic_idxs = row.pop("topic_idxs", None)
+    if isinstance(topic_idxs, list):
+        row["topics"] = [{"idea_idx": row.get("idx"), "topic_idx": t} for t in topic_idxs]
+    return row

@@ -1,0 +1,117 @@
+"""Where a sync lands: the dlt pipeline and destination for ``duckdb``, ``parquet`` or a name.
+
+- ``duckdb`` (default): one DuckDB file, ``data/warehouse.duckdb`` unless dlt's own setting
+  ``DESTINATION__DUCKDB__CREDENTIALS`` (or ``[destination.duckdb] credentials``) names one.
+- ``parquet``: one Parquet file per table under a folder (``data/parquet``), holding the
+  current rows. dlt's plain filesystem destination appends on merge, so merges, deletes and
+  state happen in a working DuckDB file inside the folder (``.feedback-sync/``), and every
+  table a run touched is then written out as ``<table>.parquet`` (replaced atomically).
+- any other name: that dlt destination, configured the dlt way.
+
+Each target has its own pipeline name, so its state (cursors) never mixes with another's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dlt
+from dlt.pipeline.pipeline import Pipeline
+
+from pipelines.feedback.errors import ConfigError
+
+DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
+DEFAULT_PARQUET_DIR = Path("data/parquet")
+DEFAULT_DATASET = "feedback"
+PIPELINE_NAME = "feedback_sync"
+WORKING_DIR = ".feedback-sync"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The destination of a sync as the user named it."""
+
+    destination: str = "duckdb"
+    dataset: str = DEFAULT_DATASET
+    duckdb_path: Path | None = None
+    parquet_dir: Path = DEFAULT_PARQUET_DIR
+    pipelines_dir: Path | None = None
+
+    @property
+    def is_parquet(self) -> bool:
+        return self.destination == "parquet"
+
+    @property
+    def is_duckdb_backed(self) -> bool:
+        return self.destination in ("duckdb", "parquet")
+
+    @property
+    def pipeline_name(self) -> str:
+        if self.destination == "duckdb":
+            return PIPELINE_NAME
+        return f"{PIPELINE_NAME}_{self.destination}"
+
+    @property
+    def loader_file_format(self) -> str | None:
+        # parquet load files are 20-60x faster into DuckDB than insert statements
+        return "parquet" if self.is_duckdb_backed else None
+
+    def duckdb_file(self) -> Path | None:
+        """The DuckDB file written to (None for other destinations or dlt-configured paths)."""
+        if self.is_parquet:
+            return self.parquet_dir / WORKING_DIR / "work.duckdb"
+        if self.destination != "duckdb":
+            return None
+        if self.duckdb_path is not None:
+            return self.duckdb_path
+        if _dlt_duckdb_credentials() is not None:
+            return None
+        return DEFAULT_DUCKDB_PATH
+
+    def describe(self) -> str:
+        if self.is_parquet:
+            return f"Parquet files in {self.parquet_dir}/"
+        if self.destination == "duckdb":
+            path = self.duckdb_file()
+            shown = path if path is not None else _dlt_duckdb_credentials()
+            return f"DuckDB {shown} (dataset {self.dataset})"
+        return f"{self.destination} (dataset {self.dataset})"
+
+    def pipeline(self, progress: Any = None) -> Pipeline:
+        """The dlt pipeline for this target (created or attached)."""
+        destination: Any
+        path = self.duckdb_file()
+        configured = _dlt_duckdb_credentials() if self.destination == "duckdb" else None
+        named = path or (Path(configured) if configured else None)
+        if named is not None and named.stem == self.dataset:
+            # DuckDB names the catalog after the file: "feedback.feedback" is ambiguous
+            raise ConfigError(
+                f"the DuckDB file {named} is named like the dataset {self.dataset!r}; "
+                "rename the file or pass another --dataset"
+            )
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            destination = dlt.destinations.duckdb(credentials=str(path))
+        else:
+            destination = self.destination
+        return dlt.pipeline(
+            pipeline_name=self.pipeline_name,
+            destination=destination,
+            dataset_name=self.dataset,
+            pipelines_dir=str(self.pipelines_dir) if self.pipelines_dir else None,  # type: ignore[arg-type]
+            progress=progress,
+        )
+
+
+def _dlt_duckdb_credentials() -> str | None:
+    """What the user configured for dlt's DuckDB destination, if anything."""
+    env = os.environ.get("DESTINATION__DUCKDB__CREDENTIALS")
+    if env:
+        return env
+    value: Any = dlt.config.get("destination.duckdb.credentials")
+    if value is None:
+        value = dlt.secrets.get("destination.duckdb.credentials")
+    return str(value) if value else None
