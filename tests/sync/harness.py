@@ -1,0 +1,408 @@
+"""End-to-end test harness: a live sandbox, a sync into a temporary DuckDB file, and the
+server's ground truth (``/_sandbox/dump``) turned into the rows each table should hold.
+
+The expected rows are derived here, independently of ``pipelines.feedback.shaping``, from
+the dump's API-shaped records.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+
+from pipelines.feedback.settings import FeedbackSettings
+from pipelines.sync import SyncResult, run_sync
+from pipelines.warehouse import Target
+from sandbox.server import RunningSandbox
+
+Rows = Counter[tuple[Any, ...]]
+
+# table -> the columns compared, in the order ``expected_rows`` builds them
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "followers": ("idx", "name", "email", "avatar", "created_at", "updated_at"),
+    "followers__companies": ("follower_idx", "id", "name", "monthly_spend", "attributes"),
+    "followers__attributes": ("follower_idx", "key", "value", "value_type"),
+    "announcements": (
+        "idx",
+        "name",
+        "slug",
+        "excerpt",
+        "content",
+        "content_html",
+        "is_published",
+        "published_at",
+        "created_at",
+        "updated_at",
+        "author__idx",
+        "author__name",
+        "author__avatar",
+    ),
+    "announcements__categories": ("announcement_idx", "idx", "name", "color"),
+    "announcements__ideas": ("announcement_idx", "idx", "name"),
+    "announcements__reactions": ("announcement_idx", "reaction", "count"),
+    "comments": (
+        "idx",
+        "message",
+        "content",
+        "content_html",
+        "content_markdown",
+        "is_private",
+        "type",
+        "created_at",
+        "updated_at",
+        "idea_id",
+        "idea_idx",
+        "follower__idx",
+        "follower__name",
+        "follower__avatar",
+    ),
+    "comments__attachments": (
+        "comment_idx",
+        "idx",
+        "name",
+        "url",
+        "type",
+        "created_at",
+        "updated_at",
+    ),
+    "topics": ("idx", "name", "idea_count", "order", "created_at", "updated_at"),
+    "statuses": ("idx", "name", "color", "created_at", "updated_at"),
+    "integration_links": (
+        "idx",
+        "idea_idx",
+        "type",
+        "link_ref",
+        "meta",
+        "created_at",
+        "updated_at",
+    ),
+    "ideas": (
+        "idx",
+        "id",
+        "name",
+        "status_idx",
+        "comment_count",
+        "note_count",
+        "created_at",
+        "updated_at",
+    ),
+    "ideas__topics": ("idea_idx", "topic_idx"),
+}
+JSON_COLUMNS = {
+    ("followers__companies", "attributes"),
+    ("comments", "content"),
+    ("integration_links", "meta"),
+}
+TIME_COLUMNS = {"created_at", "updated_at", "published_at"}
+
+
+def ts(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromisoformat(value).astimezone(UTC)
+
+
+def canon(value: Any) -> str | None:
+    """JSON in one canonical spelling; an empty object counts as absent."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    if value is None or value == {}:
+        return None
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _attribute(value: Any) -> tuple[str | None, str]:
+    if isinstance(value, str):
+        return value, "string"
+    if value is None:
+        return None, "null"
+    kind = (
+        "boolean"
+        if isinstance(value, bool)
+        else "number"
+        if isinstance(value, int | float)
+        else "array"
+        if isinstance(value, list)
+        else "object"
+    )
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")), kind
+
+
+def expected_rows(dump: dict[str, Any]) -> dict[str, Rows]:
+    """What every table must hold, from the server's ground truth."""
+    out: dict[str, Rows] = {table: Counter() for table in COLUMNS}
+    for f in dump["followers"]:
+        out["followers"][
+            (f["idx"], f["name"], f["email"], f["avatar"], ts(f["created_at"]), ts(f["updated_at"]))
+        ] += 1
+        for c in f.get("companies") or ():
+            out["followers__companies"][
+                (f["idx"], c["id"], c["name"], c.get("monthly_spend"), canon(c.get("attributes")))
+            ] += 1
+        for key, value in (f.get("attributes") or {}).items():
+            out["followers__attributes"][(f["idx"], key, *_attribute(value))] += 1
+    for a in dump["announcements"]:
+        out["announcements"][
+            (
+                a["idx"],
+                a["name"],
+                a["slug"],
+                a["excerpt"],
+                a["content"],
+                a["content_html"],
+                a["is_published"],
+                ts(a["published_at"]),
+                ts(a["created_at"]),
+                ts(a["updated_at"]),
+                a["author"]["idx"],
+                a["author"]["name"],
+                a["author"]["avatar"],
+            )
+        ] += 1
+        for c in a["categories"]:
+            out["announcements__categories"][(a["idx"], c["idx"], c["name"], c["color"])] += 1
+        for i in a["ideas"]:
+            out["announcements__ideas"][(a["idx"], i["idx"], i["name"])] += 1
+        for emoji, count in a["reaction_count"].items():
+            out["announcements__reactions"][(a["idx"], emoji, count)] += 1
+    for c in dump["comments"]:
+        out["comments"][
+            (
+                c["idx"],
+                c["message"],
+                canon(c["content"]),
+                c["content_html"],
+                c["content_markdown"],
+                c["is_private"],
+                c["type"],
+                ts(c["created_at"]),
+                ts(c["updated_at"]),
+                c["idea_id"],
+                c["idea_idx"],
+                c["follower"]["idx"],
+                c["follower"]["name"],
+                c["follower"]["avatar"],
+            )
+        ] += 1
+        for a in c["attachments"]:
+            out["comments__attachments"][
+                (
+                    c["idx"],
+                    a["idx"],
+                    a["name"],
+                    a["url"],
+                    a["type"],
+                    ts(a["created_at"]),
+                    ts(a["updated_at"]),
+                )
+            ] += 1
+    for t in dump["topics"]:
+        out["topics"][
+            (
+                t["idx"],
+                t["name"],
+                t["idea_count"],
+                t["order"],
+                ts(t["created_at"]),
+                ts(t["updated_at"]),
+            )
+        ] += 1
+    for s in dump["statuses"]:
+        out["statuses"][
+            (s["idx"], s["name"], s["color"], ts(s["created_at"]), ts(s["updated_at"]))
+        ] += 1
+    for link in dump["integration_links"]:
+        out["integration_links"][
+            (
+                link["idx"],
+                link["idea_idx"],
+                link["type"],
+                link["link_ref"],
+                canon(link["meta"]),
+                ts(link["created_at"]),
+                ts(link["updated_at"]),
+            )
+        ] += 1
+    for i in dump["ideas"]:
+        out["ideas"][
+            (
+                i["idx"],
+                i["id"],
+                i["name"],
+                i["status_idx"],
+                i["comment_count"],
+                i["note_count"],
+                ts(i["created_at"]),
+                ts(i["updated_at"]),
+            )
+        ] += 1
+        for topic in i["topic_idxs"]:
+            out["ideas__topics"][(i["idx"], topic)] += 1
+    return out
+
+
+def _normalize(table: str, row: tuple[Any, ...], whole_seconds: bool = False) -> tuple[Any, ...]:
+    values = []
+    for name, value in zip(COLUMNS[table], row, strict=True):
+        if (table, name) in JSON_COLUMNS:
+            value = canon(value)
+        elif name in TIME_COLUMNS and isinstance(value, datetime):
+            value = value.astimezone(UTC)
+            if whole_seconds:
+                value = value.replace(microsecond=0)
+        values.append(value)
+    return tuple(values)
+
+
+def truncate_times(rows: Rows, table: str) -> Rows:
+    """The same rows with timestamps cut to whole seconds (the plain format has no more)."""
+    return Counter({_normalize(table, row, True): n for row, n in rows.items()})
+
+
+def landed_rows(con: duckdb.DuckDBPyConnection, table: str, source: str, where: str = "") -> Rows:
+    """Rows of ``table`` read from ``source`` (a qualified table or a ``read_parquet``)."""
+    cols = ", ".join(f'"{c}"' for c in COLUMNS[table])
+    rows = con.execute(f"select {cols} from {source} {where}").fetchall()
+    return Counter(_normalize(table, row) for row in rows)
+
+
+def diff(expected: Rows, actual: Rows, limit: int = 3) -> str:
+    missing = list((expected - actual).elements())[:limit]
+    extra = list((actual - expected).elements())[:limit]
+    return (
+        f"{sum((expected - actual).values())} missing, e.g. {missing}; "
+        f"{sum((actual - expected).values())} unexpected, e.g. {extra}"
+    )
+
+
+class Harness:
+    """One live sandbox, one warehouse under ``tmp``, and helpers to drive and inspect both."""
+
+    def __init__(self, server: RunningSandbox, tmp: Path) -> None:
+        self.server = server
+        self.tmp = tmp
+        self.control = httpx.Client(base_url=f"{server.root_url}/_sandbox", timeout=60)
+        self.overrides: dict[str, Any] = {}
+        self.log_mark = 0
+        self.last_output = ""
+
+    def close(self) -> None:
+        self.control.close()
+
+    def settings(self, **overrides: Any) -> FeedbackSettings:
+        values: dict[str, Any] = {
+            "base_url": self.server.base_url,
+            "api_key": self.server.api_key,
+            "page_size": 7,
+            "max_concurrency": 4,
+            "timeout_seconds": 5,
+            **self.overrides,
+            **overrides,
+        }
+        return FeedbackSettings.validate(**values)
+
+    def target(self, destination: str = "duckdb") -> Target:
+        return Target(
+            destination=destination,
+            duckdb_path=self.tmp / "warehouse.duckdb" if destination == "duckdb" else None,
+            parquet_dir=self.tmp / "parquet",
+            pipelines_dir=self.tmp / "pipelines",
+        )
+
+    def sync(
+        self,
+        *,
+        full: bool = False,
+        destination: str = "duckdb",
+        resources: list[str] | None = None,
+        after_extract: Callable[[Any], None] | None = None,
+        **overrides: Any,
+    ) -> SyncResult:
+        out = io.StringIO()
+        try:
+            return run_sync(
+                self.target(destination),
+                full=full,
+                resources=resources,
+                settings=self.settings(**overrides),
+                out=out,
+                progress_every=3600,
+                after_extract=after_extract,
+            )
+        finally:
+            self.last_output = out.getvalue()
+
+    def dump(self) -> dict[str, Any]:
+        response = self.control.get("/dump")
+        response.raise_for_status()
+        data: dict[str, Any] = response.json()
+        return data
+
+    def switches(self, **changes: Any) -> None:
+        response = self.control.post("/settings", json=changes)
+        assert response.status_code == 200, response.text
+
+    def mutate(
+        self, seed: int, counts: dict[str, dict[str, int]] | None = None, **body: Any
+    ) -> dict[str, Any]:
+        """Seeded changes at the server: ``counts`` per resource, or ``fraction=...``."""
+        response = self.control.post("/mutate", json={"seed": seed, **(counts or {}), **body})
+        assert response.status_code == 200, response.text
+        data: dict[str, Any] = response.json()
+        return data
+
+    def mark_requests(self) -> None:
+        self.log_mark = self.control.get("/requests").json()["last_seq"]
+
+    def requests(self) -> list[dict[str, Any]]:
+        """The API requests the server answered since ``mark_requests``."""
+        entries = self.control.get("/requests", params={"since": self.log_mark}).json()
+        return [e for e in entries["requests"] if e["path"].startswith("/v1/")]
+
+    def connect(self, destination: str = "duckdb") -> Iterator[duckdb.DuckDBPyConnection]:
+        path = self.target(destination).duckdb_file()
+        assert path is not None
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def table_rows(self, table: str, *, destination: str = "duckdb", where: str = "") -> Rows:
+        if destination == "parquet":
+            with duckdb.connect() as con:
+                file = self.tmp / "parquet" / f"{table}.parquet"
+                return landed_rows(con, table, f"read_parquet('{file}')", where)
+        for con in self.connect():
+            return landed_rows(con, table, f'feedback."{table}"', where)
+        raise AssertionError("unreachable")
+
+    def assert_equals_truth(
+        self,
+        dump: dict[str, Any] | None = None,
+        *,
+        destination: str = "duckdb",
+        tables: list[str] | None = None,
+        where: str = "",
+        whole_seconds: bool = False,
+    ) -> None:
+        truth = expected_rows(dump or self.dump())
+        problems = []
+        for table in tables or list(COLUMNS):
+            actual = self.table_rows(table, destination=destination, where=where)
+            if whole_seconds:
+                actual, truth[table] = (
+                    truncate_times(actual, table),
+                    truncate_times(truth[table], table),
+                )
+            if actual != truth[table]:
+                problems.append(f"{table}: {diff(truth[table], actual)}")
+        assert not problems, "\n".join(problems)

@@ -1,0 +1,194 @@
+"""Full and normal syncs against the sandbox, asserting on what landed in DuckDB."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.sync.harness import COLUMNS, Harness
+
+ROOTS = [
+    "followers",
+    "announcements",
+    "comments",
+    "topics",
+    "statuses",
+    "integration_links",
+    "ideas",
+]
+
+
+def _per_path(requests: list[dict[str, Any]]) -> Counter[str]:
+    return Counter(r["path"].removeprefix("/v1/") for r in requests)
+
+
+def test_full_sync_equals_ground_truth(harness: Harness) -> None:
+    result = harness.sync(full=True)
+    harness.assert_equals_truth()
+    assert set(result.complete) == set(ROOTS)
+    assert result.table_rows["comments"] == len(harness.dump()["comments"])
+    for con in harness.connect():
+        for table in ROOTS:
+            dupes = con.execute(
+                f'select count(*) - count(distinct idx) from feedback."{table}"'
+            ).fetchone()
+            assert dupes == (0,), table
+        # every child row hangs off a parent that exists, through dlt's link and our idx
+        for table in COLUMNS:
+            if "__" not in table:
+                continue
+            root = table.split("__")[0]
+            key = COLUMNS[table][0]
+            orphans = con.execute(
+                f'select count(*) from feedback."{table}" c left join feedback."{root}" p '
+                f"on c._dlt_parent_id = p._dlt_id and c.{key} = p.idx where p.idx is null"
+            ).fetchone()
+            assert orphans == (0,), table
+        types = dict(
+            con.execute(
+                "select column_name, data_type from information_schema.columns "
+                "where table_schema = 'feedback' and table_name = 'comments'"
+            ).fetchall()
+        )
+    assert types["created_at"] == "TIMESTAMP WITH TIME ZONE"
+    assert types["content"] == "JSON"
+
+
+def test_first_run_without_full_reads_everything(harness: Harness) -> None:
+    harness.sync()
+    harness.assert_equals_truth()
+
+
+def test_normal_run_fetches_only_what_changed_then_full_equals_truth(harness: Harness) -> None:
+    harness.sync(full=True)
+    before = harness.dump()
+    changes = harness.mutate(
+        seed=5,
+        counts={
+            "followers": {"create": 3, "update": 2, "delete": 2},
+            "comments": {"create": 6, "update": 2, "delete": 3},
+            "announcements": {"create": 2, "update": 2, "delete": 1},
+            "topics": {"create": 1, "update": 1, "delete": 1},
+            "statuses": {"create": 1, "update": 1},
+            "integration_links": {"create": 2, "delete": 1},
+            "ideas": {"create": 1, "update": 1},
+        },
+    )
+    after = harness.dump()
+    harness.mark_requests()
+    result = harness.sync()
+    requests = harness.requests()
+    paths = _per_path(requests)
+
+    # followers: resumed from the saved cursor: 3 new ones fit in one page of 7, plus
+    # nothing else (the contract's cursor on the last page means one more empty page at most)
+    follower_calls = [r for r in requests if r["path"] == "/v1/followers"]
+    assert all("after" in r["params"] for r in follower_calls)
+    assert len(follower_calls) <= 2
+
+    # comments and links: only new ideas and ideas whose counts or updated_at moved
+    def signature(idea: dict[str, Any]) -> tuple[Any, ...]:
+        return (idea["comment_count"], idea["note_count"], idea["updated_at"])
+
+    old = {i["idx"]: signature(i) for i in before["ideas"]}
+    moved = {i["idx"] for i in after["ideas"] if old.get(i["idx"]) != signature(i)}
+    polled = {r["params"]["idea_idx"][0] for r in requests if r["path"] == "/v1/comments"}
+    assert polled == moved
+    assert 0 < len(polled) < len(after["ideas"])
+    linked = {r["params"]["idea_idx"][0] for r in requests if r["path"] == "/v1/integration-links"}
+    assert linked == moved
+    for r in requests:
+        if r["path"] == "/v1/comments":
+            assert r["params"]["included_types"] == ["comments,notes"]
+
+    # announcements: the published_after window and the drafts, nothing else
+    announcement_calls = [r for r in requests if r["path"] == "/v1/announcements"]
+    assert announcement_calls
+    for r in announcement_calls:
+        assert "published_after" in r["params"] or r["params"].get("is_published") == ["false"]
+    # small lists in full
+    assert paths["topics"] >= 1 and paths["statuses"] >= 1 and paths["ideas"] >= 1
+    assert set(paths) <= {
+        "followers",
+        "comments",
+        "integration-links",
+        "announcements",
+        "topics",
+        "statuses",
+        "ideas",
+    }
+
+    # the new rows landed
+    created_comments = set(changes["comments"]["created"])
+    created_followers = set(changes["followers"]["created"])
+    for con in harness.connect():
+        landed = {r[0] for r in con.execute("select idx from feedback.comments").fetchall()}
+        assert created_comments <= landed
+        landed = {r[0] for r in con.execute("select idx from feedback.followers").fetchall()}
+        assert created_followers <= landed
+    # deletes of always-complete lists are applied on a normal run
+    harness.assert_equals_truth(after, tables=["topics", "statuses", "ideas", "ideas__topics"])
+    assert result.rows_removed.get("topics") == 1
+    assert "followers" not in result.complete and "comments" not in result.complete
+
+    # a full run then equals the ground truth exactly, deletes included
+    full = harness.sync(full=True)
+    harness.assert_equals_truth(after)
+    assert full.rows_removed["followers"] == 2
+    assert full.rows_removed["comments"] >= 3
+
+
+def test_nothing_changed_means_a_cheap_run(harness: Harness) -> None:
+    harness.sync(full=True)
+    harness.mark_requests()
+    result = harness.sync()
+    paths = _per_path(harness.requests())
+    assert "comments" not in paths and "integration-links" not in paths
+    assert paths["followers"] == 1
+    assert sum(v for k, v in result.rows_loaded.items() if k.startswith("comments")) == 0
+    harness.assert_equals_truth()
+
+
+def test_resources_option_limits_what_is_read_and_loaded(harness: Harness) -> None:
+    result = harness.sync(resources=["topics", "statuses"])
+    paths = _per_path(harness.requests())
+    assert set(paths) == {"topics", "statuses"}
+    assert set(result.table_rows) == {"topics", "statuses"}
+    harness.assert_equals_truth(tables=["topics", "statuses"])
+
+
+def test_comments_alone_still_reads_ideas_but_does_not_load_them(harness: Harness) -> None:
+    result = harness.sync(resources=["comments"])
+    assert "ideas" not in result.table_rows
+    harness.assert_equals_truth(tables=["comments", "comments__attachments"])
+
+
+def test_soft_deletes_keep_rows_with_deleted_at(harness: Harness) -> None:
+    harness.sync(full=True, delete_mode="soft")
+    changes = harness.mutate(seed=9, counts={"followers": {"delete": 2}, "comments": {"delete": 2}})
+    result = harness.sync(full=True, delete_mode="soft")
+    gone = set(changes["followers"]["deleted"])
+    for con in harness.connect():
+        marked = {
+            r[0]
+            for r in con.execute(
+                "select idx from feedback.followers where _deleted_at is not null"
+            ).fetchall()
+        }
+        assert marked == gone
+        first = con.execute("select max(_deleted_at) from feedback.followers").fetchone()
+    assert result.rows_removed["followers"] == 2
+    harness.assert_equals_truth(tables=["followers", "comments"], where="where _deleted_at is null")
+    # a later full run keeps the first deletion time and marks nothing again
+    again = harness.sync(full=True, delete_mode="soft")
+    assert again.rows_removed.get("followers") is None
+    for con in harness.connect():
+        assert con.execute("select max(_deleted_at) from feedback.followers").fetchone() == first
+
+
+@pytest.mark.parametrize("method", ["bearer", "basic", "query"])
+def test_every_auth_method(harness: Harness, method: str) -> None:
+    harness.sync(full=True, auth_method=method)
+    harness.assert_equals_truth()
