@@ -7,17 +7,10 @@ from typing import Any
 
 import pytest
 
+from pipelines.feedback.settings import RESOURCES
 from tests.sync.harness import COLUMNS, Harness
 
-ROOTS = [
-    "followers",
-    "announcements",
-    "comments",
-    "topics",
-    "statuses",
-    "integration_links",
-    "ideas",
-]
+ROOTS = list(RESOURCES)
 
 
 def _per_path(requests: list[dict[str, Any]]) -> Counter[str]:
