@@ -30,7 +30,13 @@ from typing import Any
 import httpx
 import orjson
 
-from pipelines.feedback.errors import ApiError, NotFound, RetriesExhausted, redact_url
+from pipelines.feedback.errors import (
+    SCRUBBER,
+    ApiError,
+    NotFound,
+    RetriesExhausted,
+    redact_url,
+)
 from pipelines.feedback.settings import FeedbackSettings
 
 log = logging.getLogger("feedback_sync")
@@ -116,6 +122,7 @@ class FeedbackClient:
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings
+        SCRUBBER.register(settings.api_key)
         self.stats = RequestStats()
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -154,7 +161,8 @@ class FeedbackClient:
 
     def describe(self, path: str, params: Params) -> str:
         """The request as messages show it: full URL, key redacted."""
-        url = httpx.URL(self.settings.base_url + "/" + path.lstrip("/"), params=dict(params))
+        query = {**params, **self._key_param}
+        url = httpx.URL(self.settings.base_url + "/" + path.lstrip("/"), params=query)
         return redact_url(str(url))
 
     def get_json(

@@ -16,6 +16,9 @@ Messages never contain the API key: requests are described by ``redact_url``.
 
 from __future__ import annotations
 
+import logging
+import re
+import threading
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 SECRET_PARAMS = frozenset({"api_key"})
@@ -67,3 +70,42 @@ def redact_url(url: str) -> str:
         for name, value in parse_qsl(parts.query, keep_blank_values=True)
     ]
     return urlunsplit(parts._replace(query=urlencode(pairs, safe="*,:")))
+
+
+_KEY_IN_QUERY = re.compile(r"(?i)(api_key=)[^&\s\"']+")
+
+
+class SecretScrubber(logging.Filter):
+    """Rewrites log records that would carry a secret: ``api_key=...`` in any URL, and every
+    registered secret wherever it appears.
+
+    Installed on the loggers that print request URLs (``httpx`` logs each request at INFO,
+    query string included), so no log level or handler setting can leak the key.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._secrets: set[str] = set()
+        self._lock = threading.Lock()
+
+    def register(self, secret: str) -> None:
+        with self._lock:
+            self._secrets.add(secret)
+
+    def scrub(self, text: str) -> str:
+        text = _KEY_IN_QUERY.sub(r"\1***", text)
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = self.scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+SCRUBBER = SecretScrubber()
+for _name in ("httpx", "feedback_sync", "dlt"):
+    logging.getLogger(_name).addFilter(SCRUBBER)

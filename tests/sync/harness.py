@@ -283,6 +283,29 @@ def diff(expected: Rows, actual: Rows, limit: int = 3) -> str:
     )
 
 
+class Intercept(httpx.BaseTransport):
+    """A real network transport, except for requests ``answer`` returns a response for."""
+
+    def __init__(self, answer: Callable[[httpx.Request], httpx.Response | None]) -> None:
+        self._answer = answer
+        self._inner = httpx.HTTPTransport()
+        self.intercepted = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self._answer(request)
+        if response is not None:
+            self.intercepted += 1
+            return response
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def error(status: int, message: str, code: str) -> httpx.Response:
+    return httpx.Response(status, json={"error": True, "message": message, "code": code})
+
+
 class Harness:
     """One live sandbox, one warehouse under ``tmp``, and helpers to drive and inspect both."""
 
@@ -324,6 +347,7 @@ class Harness:
         destination: str = "duckdb",
         resources: list[str] | None = None,
         after_extract: Callable[[Any], None] | None = None,
+        transport: httpx.BaseTransport | None = None,
         **overrides: Any,
     ) -> SyncResult:
         out = io.StringIO()
@@ -336,6 +360,7 @@ class Harness:
                 out=out,
                 progress_every=3600,
                 after_extract=after_extract,
+                transport=transport,
             )
         finally:
             self.last_output = out.getvalue()

@@ -1,0 +1,178 @@
+"""``feedback-sync sync`` / ``status`` as a user runs them, bad settings, and the API key's
+absence from everything a run leaves behind."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.feedback.errors import ConfigError
+from pipelines.feedback.settings import FeedbackSettings
+from sandbox.server import RunningSandbox
+from tests.sync.harness import Harness
+
+CLI = [sys.executable, "-m", "pipelines.cli"]
+
+
+def _env(server: RunningSandbox | None, tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DESTINATION__"))}
+    if server is not None:
+        env["SOURCES__FEEDBACK__BASE_URL"] = server.base_url
+        env["SOURCES__FEEDBACK__API_KEY"] = server.api_key
+    env["DESTINATION__DUCKDB__CREDENTIALS"] = str(tmp / "warehouse.duckdb")
+    return {**env, **extra}
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args, "--pipelines-dir", str(cwd / "pipelines")],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_sync_then_status(live_sandbox: RunningSandbox, tmp_path: Path) -> None:
+    env = _env(live_sandbox, tmp_path)
+    done = _cli(["sync", "--progress-every", "0.05"], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "sync into DuckDB" in done.stdout and "requests" in done.stdout
+    assert "followers" in done.stdout and "comments__attachments" in done.stdout
+    assert "rows fetched" in done.stderr  # progress lines while it ran
+    status = _cli(["status"], env, tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "resumes after the saved cursor" in status.stdout
+    assert "ideas tracked" in status.stdout
+    counts = dict(
+        duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True)
+        .execute("select 'followers', count(*) from feedback.followers")
+        .fetchall()
+    )
+    assert f"{counts['followers']:>10,}".strip() in status.stdout
+
+
+def test_status_before_any_sync(tmp_path: Path) -> None:
+    status = _cli(["status"], _env(None, tmp_path), tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "no sync has been committed here yet" in status.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"SOURCES__FEEDBACK__BASE_URL": ""}, "SOURCES__FEEDBACK__BASE_URL"),
+        ({"SOURCES__FEEDBACK__BASE_URL": "ftp://x/v1"}, "SOURCES__FEEDBACK__BASE_URL"),
+        ({"SOURCES__FEEDBACK__API_KEY": ""}, "SOURCES__FEEDBACK__API_KEY"),
+        ({"SOURCES__FEEDBACK__PAGE_SIZE": "500"}, "SOURCES__FEEDBACK__PAGE_SIZE"),
+        ({"SOURCES__FEEDBACK__PAGE_SIZE": "ten"}, "SOURCES__FEEDBACK__PAGE_SIZE"),
+        ({"SOURCES__FEEDBACK__AUTH_METHOD": "digest"}, "SOURCES__FEEDBACK__AUTH_METHOD"),
+        ({"SOURCES__FEEDBACK__MAX_CONCURRENCY": "0"}, "SOURCES__FEEDBACK__MAX_CONCURRENCY"),
+        (
+            {"SOURCES__FEEDBACK__REQUESTS_PER_SECOND": "fast"},
+            "SOURCES__FEEDBACK__REQUESTS_PER_SECOND",
+        ),
+        (
+            {"SOURCES__FEEDBACK__INTEGRATION_TYPES": '["ok", 3]'},
+            "SOURCES__FEEDBACK__INTEGRATION_TYPES",
+        ),
+        (
+            {"SOURCES__FEEDBACK__ANNOUNCEMENT_LOOKBACK_DAYS": "-1"},
+            "SOURCES__FEEDBACK__ANNOUNCEMENT_LOOKBACK_DAYS",
+        ),
+        ({"SOURCES__FEEDBACK__DELETE_MODE": "maybe"}, "SOURCES__FEEDBACK__DELETE_MODE"),
+    ],
+)
+def test_bad_settings_fail_at_start_naming_the_setting(
+    live_sandbox: RunningSandbox, tmp_path: Path, extra: dict[str, str], named: str
+) -> None:
+    env = _env(live_sandbox, tmp_path, **extra)
+    done = _cli(["sync"], env, tmp_path)
+    assert done.returncode == 2
+    assert named in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "warehouse.duckdb").exists()  # nothing written
+
+
+def test_settings_from_config_toml(live_sandbox: RunningSandbox, tmp_path: Path) -> None:
+    (tmp_path / ".dlt").mkdir()
+    (tmp_path / ".dlt" / "config.toml").write_text(
+        f'[sources.feedback]\nbase_url = "{live_sandbox.base_url}"\npage_size = 9\n'
+        'integration_types = ["zendesk", "jira"]\n'
+    )
+    (tmp_path / ".dlt" / "secrets.toml").write_text(
+        f'[sources.feedback]\napi_key = "{live_sandbox.api_key}"\n'
+    )
+    env = _env(None, tmp_path)
+    done = _cli(["sync", "--resources", "integration_links"], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    requests = live_sandbox.app.state.log.since(0)
+    links = [r for r in requests if r.path == "/v1/integration-links"]
+    assert {"type=zendesk", "type=jira"} <= {
+        part for r in links for part in r.query.split("&") if part.startswith("type=")
+    }
+    assert all("limit=9" in r.query for r in links)
+
+
+def test_unknown_resource_and_bad_destination_are_usage_errors(
+    live_sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    env = _env(live_sandbox, tmp_path)
+    done = _cli(["sync", "--resources", "followers,polls"], env, tmp_path)
+    assert done.returncode == 2 and "'polls'" in done.stderr
+    env["DESTINATION__DUCKDB__CREDENTIALS"] = str(tmp_path / "feedback.duckdb")
+    done = _cli(["sync"], env, tmp_path)
+    assert done.returncode == 2 and "named like the dataset" in done.stderr
+
+
+def test_wrong_key_exits_1_with_one_readable_line(
+    live_sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    env = _env(live_sandbox, tmp_path, SOURCES__FEEDBACK__API_KEY="not-the-key")
+    done = _cli(["sync"], env, tmp_path)
+    assert done.returncode == 1
+    assert "HTTP 401" in done.stderr and "unauthenticated" in done.stderr
+    assert "Traceback" not in done.stderr and "not-the-key" not in done.stderr
+
+
+def test_settings_repr_hides_the_key() -> None:
+    settings = FeedbackSettings.validate(base_url="http://x/v1", api_key="hush-123")
+    assert "hush-123" not in repr(settings) and "hush-123" not in str(settings)
+    with pytest.raises(ConfigError) as failure:
+        FeedbackSettings.validate(base_url="http://x/v1", api_key=" hush-123\n")
+    assert "hush-123" not in str(failure.value)
+
+
+def test_the_key_is_nowhere_a_run_leaves_anything(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = harness.server.api_key
+    # query auth puts the key in every URL; faults make the client log retries with URLs
+    harness.switches(faults={"rate": 0.1, "seed": 3, "kinds": ["500", "429", "truncate"]})
+    with caplog.at_level(logging.DEBUG):
+        harness.sync(full=True, auth_method="query")
+        harness.sync(auth_method="query", destination="parquet")
+    assert any("retry" in r.getMessage() for r in caplog.records)
+    assert key not in caplog.text and key not in harness.last_output
+    assert "api_key=***" in caplog.text
+    for path in harness.tmp.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+    for con in harness.connect():
+        tables = con.execute(
+            "select table_schema, table_name, column_name from information_schema.columns "
+            "where data_type in ('VARCHAR', 'JSON')"
+        ).fetchall()
+        for schema, table, column in tables:
+            hits = con.execute(
+                f'select count(*) from "{schema}"."{table}" where "{column}"::varchar like ?',
+                [f"%{key}%"],
+            ).fetchone()
+            assert hits == (0,), f"{schema}.{table}.{column}"

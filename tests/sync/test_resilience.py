@@ -1,0 +1,213 @@
+"""Runs that fail, die or meet odd answers, then run again: nothing lost, nothing twice."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from pipelines.failures import explain
+from pipelines.feedback.errors import ApiError, RetriesExhausted
+from sandbox.app import create_app
+from sandbox.server import serve_in_thread
+from tests.sync.harness import COLUMNS, Harness, Intercept, error
+
+
+class Crash(Exception):
+    pass
+
+
+def _crash(pipeline: Any) -> None:
+    raise Crash("killed between extract and load")
+
+
+def test_a_run_that_dies_after_extract_is_finished_by_the_next(harness: Harness) -> None:
+    with pytest.raises(Crash):
+        harness.sync(full=True, after_extract=_crash)
+    changes = harness.mutate(seed=2, counts={"comments": {"create": 4}})
+    harness.mark_requests()
+    result = harness.sync()
+    # the pending package (the first run's data and state) loaded first, then the new run
+    # resumed from the state it carried instead of reading everything again
+    assert result.recovered_packages == 1
+    followers = [r for r in harness.requests() if r["path"] == "/v1/followers"]
+    assert followers and all("after" in r["params"] for r in followers)
+    harness.assert_equals_truth()
+    assert set(changes["comments"]["created"]) <= {
+        r[0]
+        for con in harness.connect()
+        for r in con.execute("select idx from feedback.comments").fetchall()
+    }
+
+
+def test_a_run_that_fails_mid_extract_commits_nothing_and_the_rerun_is_exact(
+    harness: Harness,
+) -> None:
+    harness.sync(full=True)
+    harness.mutate(seed=6, counts={"comments": {"create": 5}, "followers": {"create": 2}})
+    harness.switches(
+        faults={"script": [{"kind": "500", "count": 50, "path_prefix": "/v1/comments"}]}
+    )
+    with pytest.raises(Exception) as failure:
+        harness.sync(max_retries=1)
+    message, code = explain(failure.value)
+    assert code == 1 and message is not None
+    assert "comments: GET http://" in message and "HTTP 500" in message
+    assert isinstance(
+        next(e for e in _causes(failure.value) if isinstance(e, ApiError)), RetriesExhausted
+    )
+    harness.switches(faults={"script": []})
+    harness.sync()
+    harness.assert_equals_truth()
+    # no row twice anywhere
+    for con in harness.connect():
+        for table in ("followers", "comments"):
+            assert con.execute(
+                f"select count(*) - count(distinct idx) from feedback.{table}"
+            ).fetchone() == (0,)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    out, todo = [], [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or e in out:
+            continue
+        out.append(e)
+        todo += [getattr(e, "exception", None), e.__cause__, e.__context__]  # type: ignore[list-item]
+    return out
+
+
+def test_an_idea_that_vanished_is_skipped_with_a_warning(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    dump = harness.dump()
+    gone = dump["ideas"][3]["idx"]
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        if request.url.params.get("idea_idx") == gone:
+            return error(404, f"Idea {gone} not found", "not_found")
+        return None
+
+    with caplog.at_level(logging.WARNING, logger="feedback_sync"):
+        result = harness.sync(full=True, transport=Intercept(answer))
+    assert result.skipped == {"comments": 1, "integration_links": 1}
+    assert any(gone in r.getMessage() and "skipped" in r.getMessage() for r in caplog.records)
+    expected = [c for c in dump["comments"] if c["idea_idx"] != gone]
+    for con in harness.connect():
+        landed = {r[0] for r in con.execute("select idx from feedback.comments").fetchall()}
+    assert landed == {c["idx"] for c in expected}
+
+
+def test_a_rejected_saved_cursor_restarts_that_list(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    harness.sync(full=True)
+    harness.mutate(seed=1, counts={"followers": {"create": 2}})
+
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        if request.url.path == "/v1/followers" and "after" in request.url.params:
+            return error(400, "after: unknown cursor", "invalid_request")
+        return None
+
+    with caplog.at_level(logging.WARNING, logger="feedback_sync"):
+        result = harness.sync(transport=Intercept(answer), page_size=100)
+    assert "followers" in result.complete  # read from the start, so deletes can be applied
+    assert any("rejected the saved cursor" in r.getMessage() for r in caplog.records)
+    harness.assert_equals_truth(tables=["followers", "followers__companies"])
+
+
+def test_a_fatal_answer_names_resource_request_and_message(harness: Harness) -> None:
+    def answer(request: httpx.Request) -> httpx.Response | None:
+        if request.url.path == "/v1/statuses":
+            return error(403, "Your plan does not include statuses", "forbidden")
+        return None
+
+    with pytest.raises(Exception) as failure:
+        harness.sync(transport=Intercept(answer), auth_method="query")
+    message, code = explain(failure.value)
+    assert code == 1 and message is not None
+    assert "statuses: GET " in message
+    assert "HTTP 403" in message and "Your plan does not include statuses" in message
+    assert "api_key=***" in message and harness.server.api_key not in message
+
+
+CLI = [sys.executable, "-m", "pipelines.cli"]
+
+
+@pytest.mark.slow
+def test_killed_at_random_moments_then_rerun_equals_truth(tmp_path: Path) -> None:
+    """SIGKILL a real sync process at random moments (extract, normalize, load), rerun."""
+    app = create_app("demo", 3, api_key="kill-test-key")
+    with serve_in_thread(app) as server:
+        env = {
+            **os.environ,
+            "SOURCES__FEEDBACK__BASE_URL": server.base_url,
+            "SOURCES__FEEDBACK__API_KEY": server.api_key,
+            "SOURCES__FEEDBACK__PAGE_SIZE": "50",
+        }
+        command = [
+            *CLI,
+            "sync",
+            "--pipelines-dir",
+            str(tmp_path / "pipelines"),
+            "--destination",
+            "duckdb",
+        ]
+        env["DESTINATION__DUCKDB__CREDENTIALS"] = str(tmp_path / "warehouse.duckdb")
+        rng = random.Random(20261121)
+        control = httpx.Client(base_url=f"{server.root_url}/_sandbox", timeout=60)
+        kills = 0
+        for round_ in range(6):
+            if round_ % 2:
+                control.post("/mutate", json={"seed": round_, "fraction": 0.01})
+            full = ["--full"] if round_ == 3 else []
+            process = subprocess.Popen(
+                command + full, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            time.sleep(rng.uniform(1.5, 5.0))
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+                kills += 1
+            process.wait()
+        assert kills >= 3, "the runs ended before they could be killed: make them longer"
+        harness = Harness(server, tmp_path)
+        try:
+            # a normal run after the kills: nothing new is lost, nothing is there twice
+            done = subprocess.run(command, env=env, capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+            truth = _dump(control)
+            for con in harness.connect():
+                for table in ("followers", "comments"):
+                    landed = {
+                        r[0] for r in con.execute(f"select idx from feedback.{table}").fetchall()
+                    }
+                    assert {row["idx"] for row in truth[table]} <= landed, table
+                for table in COLUMNS:
+                    key = "idx" if "__" not in table else "_dlt_id"
+                    assert con.execute(
+                        f'select count(*) - count(distinct {key}) from feedback."{table}"'
+                    ).fetchone() == (0,), table
+            # and a full run is exact
+            done = subprocess.run([*command, "--full"], env=env, capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+            harness.assert_equals_truth(truth)
+        finally:
+            harness.close()
+            control.close()
+
+
+def _dump(control: httpx.Client) -> dict[str, Any]:
+    response = control.get("/dump")
+    response.raise_for_status()
+    data: dict[str, Any] = response.json()
+    return data
