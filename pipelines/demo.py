@@ -1,77 +1,98 @@
-"""``feedback-sync demo``: what the project can show today, end to end on loopback.
+"""``feedback-sync demo``: the product end to end on loopback, in one command.
 
-Starts the reference server at ``demo`` scale, reads every list's size through the API,
-applies a seeded 1% change at the server, reads the sizes again and prints what changed
-and what was asked. (The forward sync and the SQL models join the demo when they land.)
+Starts the reference server at ``demo`` scale, runs a full sync into a fresh DuckDB file
+(``data/demo.duckdb``), changes 1% of the data at the server (seeded creates, updates and
+deletes), runs a normal sync, and prints what each run fetched and what changed in the
+warehouse.
 """
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 
 import httpx
 
+from pipelines.feedback.settings import FeedbackSettings
+from pipelines.sync import SyncResult, run_sync
+from pipelines.warehouse import Target
 from sandbox.app import create_app
 from sandbox.server import serve_in_thread
 
-LISTS: dict[str, tuple[str, dict[str, str]]] = {
-    "followers": ("/followers", {}),
-    "announcements": ("/announcements", {}),
-    "topics": ("/topics", {}),
-    "statuses": ("/statuses", {}),
-    "ideas": ("/ideas", {}),
-}
+DEMO_DIR = Path("data")
 
 
-def _totals(client: httpx.Client) -> dict[str, int]:
-    totals = {}
-    for name, (path, params) in LISTS.items():
-        response = client.get(path, params={**params, "limit": 1})
-        response.raise_for_status()
-        totals[name] = int(response.json()["pagination"]["total"])
-    return totals
+def _target() -> Target:
+    return Target(
+        destination="duckdb",
+        duckdb_path=DEMO_DIR / "demo.duckdb",
+        pipelines_dir=DEMO_DIR / ".demo-pipelines",
+    )
+
+
+def _fresh() -> None:
+    for path in (DEMO_DIR / "demo.duckdb", DEMO_DIR / "demo.duckdb.wal"):
+        path.unlink(missing_ok=True)
+    shutil.rmtree(DEMO_DIR / ".demo-pipelines", ignore_errors=True)
+
+
+def _changes_table(first: SyncResult, second: SyncResult) -> str:
+    tables = sorted(set(first.table_rows) | set(second.table_rows))
+    width = max(len(t) for t in tables)
+    lines = [
+        f"  {'table':<{width}}  {'after full':>10}  {'loaded':>7}  {'removed':>7}  "
+        f"{'after normal':>12}  {'change':>7}"
+    ]
+    for table in tables:
+        before, after = first.table_rows.get(table, 0), second.table_rows.get(table, 0)
+        lines.append(
+            f"  {table:<{width}}  {before:>10,}  {second.rows_loaded.get(table, 0):>7,}  "
+            f"{second.rows_removed.get(table, 0):>7,}  {after:>12,}  {after - before:>+7,}"
+        )
+    return "\n".join(lines)
 
 
 def run(scale: str = "demo", seed: int = 1) -> int:
     started = time.perf_counter()
     print(f"demo: starting the reference server (scale {scale!r}, seed {seed}) ...", flush=True)
     app = create_app(scale, seed)
+    _fresh()
     with serve_in_thread(app) as server:
         print(f"demo: serving {server.base_url}", flush=True)
-        headers = {"Authorization": f"Bearer {server.api_key}"}
-        with (
-            httpx.Client(base_url=server.base_url, headers=headers, timeout=30) as api,
-            httpx.Client(base_url=f"{server.root_url}/_sandbox", timeout=60) as control,
-        ):
-            before = _totals(api)
+        settings = FeedbackSettings.validate(base_url=server.base_url, api_key=server.api_key)
+        target = _target()
+
+        print("\n== 1. full sync ==", flush=True)
+        first = run_sync(target, full=True, settings=settings)
+        print(first.summary())
+
+        print("\n== 2. the service changes: 1% of every resource (seeded) ==", flush=True)
+        with httpx.Client(base_url=f"{server.root_url}/_sandbox", timeout=60) as control:
             changes = control.post("/mutate", json={"seed": seed, "fraction": 0.01}).json()
-            after = _totals(api)
-            served = control.get("/requests").json()["requests"]
-    width = max(len(name) for name in LISTS)
-    print(
-        f"\n{'list':<{width}}  {'before':>10} {'after':>8}  {'created':>8} {'updated':>8} "
-        f"{'deleted':>8}"
-    )
-    for name in LISTS:
-        c = changes.get(name, {"created": [], "updated": [], "deleted": []})
-        print(
-            f"{name:<{width}}  {before[name]:>10,} {after[name]:>8,}  {len(c['created']):>8} "
-            f"{len(c['updated']):>8} {len(c['deleted']):>8}"
-        )
-    for name in LISTS:
-        c = changes.get(name, {"created": [], "updated": [], "deleted": []})
-        extra = after[name] - (before[name] + len(c["created"]) - len(c["deleted"]))
-        if extra and name == "followers":
+        for resource, c in changes.items():
             print(
-                f"({extra:+} follower: the one 'Anonymous' follower, made when a deleted "
-                "follower's comments were reassigned with content=reassign)"
+                f"  {resource:<18} {len(c['created']):>3} created  {len(c['updated']):>3} "
+                f"updated  {len(c['deleted']):>3} deleted"
             )
-        elif extra:
-            print(f"({name}: {extra:+} beyond the batch)")
-    v1 = [r for r in served if r["path"].startswith("/v1")]
+
+        print("\n== 3. normal sync ==", flush=True)
+        second = run_sync(target, settings=settings)
+        print(second.summary())
+
+    print("\n== what changed in the warehouse ==")
+    print(_changes_table(first, second))
+    share = second.requests / first.requests if first.requests else 0.0
     print(
-        f"\ndemo: done in {time.perf_counter() - started:.1f}s; the server answered "
-        f"{len(v1)} API requests ({sum(r['status'] == 200 for r in v1)} OK)."
+        f"\ndemo: the normal sync made {second.requests:,} requests, "
+        f"{share:.0%} of the full sync's {first.requests:,}; it picks up new followers, "
+        "comments and posts, and every change to topics, statuses and ideas. Updates to "
+        "older followers and comments, and deletes of them, arrive with `sync --full`."
     )
-    print("Next: `./run feedback-sync sandbox --scale demo` serves the same data on a port.")
+    print(
+        f"demo: done in {time.perf_counter() - started:.1f}s. The warehouse is "
+        f"{DEMO_DIR / 'demo.duckdb'}: try\n"
+        f"  .venv/bin/python -c \"import duckdb; print(duckdb.connect('{DEMO_DIR}/demo.duckdb', "
+        "read_only=True).sql('select type, count(*) from feedback.comments group by 1'))\""
+    )
     return 0

@@ -4,7 +4,8 @@ Every request of a run goes through ``FeedbackClient.get_json``. It is the one p
 classifies failures:
 
 - 429, 5xx, timeouts, dropped connections and bodies that are not a JSON object are retried
-  with exponential backoff and full jitter, honouring ``Retry-After`` (a 429's pause holds
+  with exponential backoff and "equal" jitter (a wait between half and all of
+  ``0.5 s * 2**(attempt-1)``, capped at 30 s), honouring ``Retry-After`` (a 429's pause holds
   back every thread, not only the one that met it), up to ``max_retries`` retries;
 - 404 raises ``NotFound`` (callers decide whether that is fatal);
 - any other answer outside 2xx raises ``ApiError`` at once.
@@ -267,7 +268,7 @@ class FeedbackClient:
         status = response.status_code
         if status == 429 or status >= 500:
             retry_after = _retry_after(response.headers.get("Retry-After"))
-            message = self._scrub(_server_message(body))
+            message = _server_message(body, self._scrub)
             raise _Retryable(status, f"HTTP {status} {message}", retry_after)
         if 200 <= status < 300:
             try:
@@ -281,7 +282,7 @@ class FeedbackClient:
                 raise _Retryable(status, f"HTTP {status} with an unexpected body: {problem}")
             return data
         url = self.describe(path, params)
-        message = self._scrub(_server_message(body))
+        message = _server_message(body, self._scrub)
         if status == 404:
             raise NotFound(resource, "GET", url, status, message)
         raise ApiError(resource, "GET", url, status, message)
@@ -307,14 +308,19 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _server_message(body: bytes) -> str:
-    """What the server said: the error body's ``message`` (and ``code``), else a short excerpt."""
+def _server_message(body: bytes, scrub: Callable[[str], str]) -> str:
+    """What the server said: the error body's ``message`` (and ``code``), else a short excerpt.
+
+    ``scrub`` runs on the whole text before it is cut or quoted, so a secret the server
+    echoed cannot survive half-cut at the excerpt's edge.
+    """
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         data = None
     if isinstance(data, dict) and isinstance(data.get("message"), str):
         code = data.get("code")
-        return f"{data['message']} ({code})" if isinstance(code, str) else data["message"]
-    text = body[:200].decode("utf-8", "replace").strip()
+        message = f"{data['message']} ({code})" if isinstance(code, str) else data["message"]
+        return scrub(message)
+    text = scrub(body.decode("utf-8", "replace")).strip()[:200]
     return repr(text) if text else "(empty body)"

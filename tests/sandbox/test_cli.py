@@ -77,12 +77,3 @@ def test_sandbox_command_refuses_bad_input() -> None:
         feedback_sync("sandbox", "--scale", "galactic"), capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2 and "galactic" in result.stderr
-
-
-def test_demo_prints_a_summary(capsys: object) -> None:
-    from pipelines.cli import main
-
-    assert main(["demo", "--scale", "tiny"]) == 0
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
-    assert "followers" in out and "created" in out
-    assert "10 API requests (10 OK)" in out

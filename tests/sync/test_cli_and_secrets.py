@@ -176,3 +176,32 @@ def test_the_key_is_nowhere_a_run_leaves_anything(
                 [f"%{key}%"],
             ).fetchone()
             assert hits == (0,), f"{schema}.{table}.{column}"
+
+
+def test_a_second_writer_on_the_duckdb_file_fails_clearly(
+    live_sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    env = _env(live_sandbox, tmp_path)
+    assert _cli(["sync", "--resources", "topics"], env, tmp_path).returncode == 0
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+            "print('locked', flush=True); time.sleep(60)",
+            str(tmp_path / "warehouse.duckdb"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        done = _cli(["sync", "--resources", "topics"], env, tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert done.returncode == 1
+    assert "in use by another process" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,684 @@
+"""Paginators and ``walk`` against small fake lists served through ``httpx.MockTransport``.
+
+The fake lists follow ``shared/api-contract.md`` and, when asked, its variants: ``after``
+null on the last page, the last page repeating the request's own cursor, no ``total``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from pipelines.feedback.client import FeedbackClient
+from pipelines.feedback.errors import ApiError, NotFound, RetriesExhausted
+from pipelines.feedback.paging import (
+    Chain,
+    CursorPaginator,
+    LinkCursorPaginator,
+    Page,
+    PageNumberPaginator,
+    walk,
+)
+from pipelines.feedback.settings import FeedbackSettings
+
+BASE = "http://api.test/v1"
+KEY = "sekret-key-123"
+
+
+class BadCursor(Exception):
+    pass
+
+
+class CursorList:
+    """A cursor list (``limit`` / ``after``); cursors are ``<prefix><items before it>``.
+
+    ``last``: "contract" (``after`` past the last item, even on the last page), "null"
+    (``after`` null on the last page), or "repeat" (the last page repeats the request's
+    own cursor).
+    """
+
+    def __init__(
+        self,
+        items: list[dict[str, Any]],
+        *,
+        last: str = "contract",
+        total: bool = True,
+        prefix: str = "c",
+        reject: Iterable[str] = (),
+    ) -> None:
+        self.items = items
+        self.last = last
+        self.total = total
+        self.prefix = prefix
+        self.reject = set(reject)
+        self.afters: list[str | None] = []  # every ``after`` this list answered
+
+    def cursor(self, position: int) -> str:
+        return f"{self.prefix}{position}"
+
+    def position(self, cursor: str | None) -> int:
+        if cursor is None:
+            return 0
+        number = cursor.removeprefix(self.prefix)
+        if cursor in self.reject or not number.isdigit() or int(number) > len(self.items):
+            raise BadCursor(cursor)
+        return int(number)
+
+    def answer(self, params: dict[str, str]) -> dict[str, Any]:
+        limit = int(params.get("limit", 20))
+        asked = params.get("after")
+        start = self.position(asked)
+        end = min(start + limit, len(self.items))
+        data = self.items[start:end]
+        is_last = end >= len(self.items)
+        after: str | None
+        if self.last == "repeat" and is_last:
+            after = asked
+        elif not data or (self.last == "null" and is_last):
+            after = None
+        else:
+            after = self.cursor(end)
+        self.afters.append(after)
+        pagination: dict[str, Any] = {
+            "before": self.cursor(start) if start else None,
+            "after": after,
+        }
+        if self.total:
+            pagination["total"] = len(self.items)
+        return {"data": data, "pagination": pagination}
+
+
+class LinkList(CursorList):
+    """Integration links: ``hasNextPage`` / ``endCursor``."""
+
+    def answer(self, params: dict[str, str]) -> dict[str, Any]:
+        limit = int(params.get("limit", 20))
+        start = self.position(params.get("after"))
+        end = min(start + limit, len(self.items))
+        data = self.items[start:end]
+        end_cursor = self.cursor(end) if data else None
+        self.afters.append(end_cursor)
+        return {
+            "data": data,
+            "pagination": {
+                "total": len(self.items),
+                "count": len(data),
+                "hasNextPage": end < len(self.items),
+                "startCursor": self.cursor(start) if data else None,
+                "endCursor": end_cursor,
+            },
+            "meta": [],
+        }
+
+
+class TopicList(CursorList):
+    """Topics: ``offset`` is a 1-based page number; ``after`` is ``"<page+1>"`` or null."""
+
+    def answer(self, params: dict[str, str]) -> dict[str, Any]:
+        limit = int(params.get("limit", 20))
+        page = int(params.get("offset", 1))
+        start = (page - 1) * limit
+        data = self.items[start : start + limit]
+        more = start + limit < len(self.items)
+        pagination: dict[str, Any] = {
+            "before": str(page - 1) if page > 1 else None,
+            "after": str(page + 1) if more else None,
+        }
+        if self.total:
+            pagination["total"] = len(self.items)
+        return {"data": data, "pagination": pagination}
+
+
+def error(status: int, message: str, code: str) -> httpx.Response:
+    return httpx.Response(
+        status, content=orjson.dumps({"error": True, "message": message, "code": code})
+    )
+
+
+class FakeServer:
+    """Routes ``path`` (and ``idea_idx``) to fake lists; counts requests and concurrency."""
+
+    def __init__(self, *, delay: float = 0.0, max_requests: int = 1000) -> None:
+        self.lists: dict[tuple[str, str | None], CursorList] = {}
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        # answers played before the lists answer (to inject faults), in order
+        self.faults: list[httpx.Response] = []
+        self.delay = delay
+        self.max_requests = max_requests
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def add(self, path: str, fake: CursorList, idea: str | None = None) -> CursorList:
+        self.lists[(path, idea)] = fake
+        return fake
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/v1/")
+        params = dict(request.url.params)
+        with self._lock:
+            self.requests.append((path, params))
+            if len(self.requests) > self.max_requests:
+                raise AssertionError(f"more than {self.max_requests} requests: a loop?")
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            fault = self.faults.pop(0) if self.faults else None
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+            if fault is not None:
+                return fault
+            fake = self.lists.get((path, params.get("idea_idx")))
+            if fake is None:
+                return error(404, "idea not found", "not_found")
+            try:
+                body = fake.answer(params)
+            except BadCursor as exc:
+                return error(400, f"after: unknown cursor {exc}", "invalid_request")
+            return httpx.Response(200, content=orjson.dumps(body))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def asked(self, path: str) -> list[dict[str, str]]:
+        return [params for p, params in self.requests if p == path]
+
+
+def make_items(prefix: str, n: int) -> list[dict[str, Any]]:
+    return [{"idx": f"{prefix}_{i:03d}", "n": i} for i in range(1, n + 1)]
+
+
+def idxs(items: Iterable[dict[str, Any]]) -> list[str]:
+    return [item["idx"] for item in items]
+
+
+def make_client(server: FakeServer, **overrides: Any) -> tuple[FeedbackClient, list[float]]:
+    raw: dict[str, Any] = {"base_url": BASE, "api_key": KEY, "max_retries": 3}
+    raw.update(overrides)
+    sleeps: list[float] = []
+    client = FeedbackClient(
+        FeedbackSettings.validate(**raw),
+        transport=httpx.MockTransport(server.handle),
+        sleep=sleeps.append,
+        rng=random.Random(3),
+    )
+    return client, sleeps
+
+
+def run(server: FakeServer, chains: Iterable[Chain], concurrency: int = 2, **kw: Any) -> list[Page]:
+    client, _ = make_client(server, **kw)
+    with client:
+        return list(walk(client, chains, concurrency))
+
+
+def cursor_chain(size: int = 5, resume: str | None = None, path: str = "ideas") -> Chain:
+    return Chain(resource=path, path=path, paginator=CursorPaginator(size, resume))
+
+
+# --- CursorPaginator against the contract -------------------------------------------------
+
+
+def test_cursor_walk_from_scratch_uses_the_total_shortcut() -> None:
+    server = FakeServer()
+    items = make_items("ide", 23)
+    server.add("ideas", CursorList(items))
+    chain = cursor_chain()
+    pages = run(server, [chain])
+
+    assert idxs(item for page in pages for item in page.items) == idxs(items)
+    assert [len(page.items) for page in pages] == [5, 5, 5, 5, 3]
+    assert [page.last for page in pages] == [False, False, False, False, True]
+    assert all(page.chain is chain and not page.missing for page in pages)
+    assert len(server.requests) == math.ceil(23 / 5) == 5
+    assert server.asked("ideas") == [
+        {"limit": "5"},
+        {"limit": "5", "after": "c5"},
+        {"limit": "5", "after": "c10"},
+        {"limit": "5", "after": "c15"},
+        {"limit": "5", "after": "c20"},
+    ]
+    assert chain.paginator.resume == "c23"
+    assert chain.paginator.pages == 5
+    assert chain.paginator.items_seen == 23
+
+
+def test_a_resumed_cursor_walk_asks_until_an_empty_page() -> None:
+    server = FakeServer()
+    items = make_items("ide", 23)
+    server.add("ideas", CursorList(items))
+    chain = cursor_chain(resume="c10")
+    pages = run(server, [chain])
+
+    assert idxs(item for page in pages for item in page.items) == idxs(items[10:])
+    assert [len(page.items) for page in pages] == [5, 5, 3, 0]
+    assert [page.last for page in pages] == [False, False, False, True]
+    assert [params.get("after") for params in server.asked("ideas")] == [
+        "c10",
+        "c15",
+        "c20",
+        "c23",
+    ]
+    assert chain.paginator.resume == "c23"
+
+
+def test_a_resumed_walk_ignores_total_even_when_it_has_seen_that_many() -> None:
+    """``total`` counts the whole list, not what follows a saved cursor: no shortcut."""
+    server = FakeServer(max_requests=20)
+    items = make_items("ide", 23)
+    server.add("ideas", CursorList(items))
+    chain = cursor_chain(resume="c0")  # a saved cursor before the first item
+    pages = run(server, [chain])
+
+    assert idxs(item for page in pages for item in page.items) == idxs(items)
+    assert [len(page.items) for page in pages] == [5, 5, 5, 5, 3, 0]
+    assert [params.get("after") for params in server.asked("ideas")] == [
+        "c0",
+        "c5",
+        "c10",
+        "c15",
+        "c20",
+        "c23",
+    ]
+    assert chain.paginator.resume == "c23"
+
+
+def test_a_resumed_walk_with_nothing_new_keeps_its_cursor() -> None:
+    server = FakeServer()
+    server.add("ideas", CursorList(make_items("ide", 23)))
+    chain = cursor_chain(resume="c23")
+    pages = run(server, [chain])
+    assert len(pages) == 1
+    assert pages[0].items == []
+    assert pages[0].last is True
+    assert len(server.requests) == 1
+    assert chain.paginator.resume == "c23"
+
+
+def test_an_empty_list_is_one_empty_last_page() -> None:
+    server = FakeServer()
+    server.add("ideas", CursorList([]))
+    chain = cursor_chain()
+    pages = run(server, [chain])
+    assert [(page.items, page.last) for page in pages] == [([], True)]
+    assert len(server.requests) == 1
+    assert chain.paginator.resume is None
+
+
+# --- contract variants --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("last", "total", "requests", "resume"),
+    [
+        ("null", True, 5, "c20"),
+        ("repeat", True, 5, "c20"),
+        ("contract", False, 6, "c23"),
+        ("null", False, 5, "c20"),
+        ("repeat", False, 5, "c20"),
+    ],
+)
+def test_cursor_variants_on_23_items(last: str, total: bool, requests: int, resume: str) -> None:
+    server = FakeServer(max_requests=20)
+    items = make_items("ide", 23)
+    fake = server.add("ideas", CursorList(items, last=last, total=total))
+    chain = cursor_chain()
+    pages = run(server, [chain])
+
+    assert idxs(item for page in pages for item in page.items) == idxs(items)
+    assert [page.last for page in pages].count(True) == 1
+    assert pages[-1].last is True
+    assert len(server.requests) == requests
+    assert chain.paginator.resume == resume
+    assert chain.paginator.resume == [a for a in fake.afters if a is not None][-1]
+
+
+@pytest.mark.parametrize("last", ["contract", "null", "repeat"])
+@pytest.mark.parametrize("total", [True, False])
+@pytest.mark.parametrize(
+    ("n", "resume"),
+    [
+        (0, None),
+        (1, None),
+        (4, None),
+        (5, None),
+        (10, None),
+        (23, None),
+        (5, "c5"),
+        (10, "c5"),
+        (23, "c5"),
+    ],
+)
+def test_cursor_variants_yield_every_item_once_and_stop(
+    last: str, total: bool, n: int, resume: str | None
+) -> None:
+    server = FakeServer(max_requests=20)
+    items = make_items("ide", n)
+    fake = server.add("ideas", CursorList(items, last=last, total=total))
+    chain = cursor_chain(resume=resume)
+    pages = run(server, [chain])
+
+    expected = items[5:] if resume else items
+    seen = idxs(item for page in pages for item in page.items)
+    assert seen == idxs(expected)
+    assert [page.last for page in pages] == [False] * (len(pages) - 1) + [True]
+    # never more than one request past the end of the list
+    assert len(server.requests) <= math.ceil(len(expected) / 5) + 1
+    answered = [a for a in fake.afters if a is not None]
+    assert chain.paginator.resume == (answered[-1] if answered else resume)
+
+
+def test_a_server_that_always_repeats_the_cursor_does_not_loop() -> None:
+    class Stuck(CursorList):
+        def answer(self, params: dict[str, str]) -> dict[str, Any]:
+            return {"data": self.items[:5], "pagination": {"after": "c5", "before": None}}
+
+    server = FakeServer(max_requests=10)
+    server.add("ideas", Stuck(make_items("ide", 23)))
+    chain = cursor_chain()
+    pages = run(server, [chain])
+    assert len(server.requests) == 2
+    assert [page.last for page in pages] == [False, True]
+    assert chain.paginator.resume == "c5"
+
+
+# --- link cursors and page numbers --------------------------------------------------------
+
+
+def link_chain(size: int = 4, resume: str | None = None) -> Chain:
+    return Chain(
+        resource="integration_links",
+        path="integration-links",
+        paginator=LinkCursorPaginator(size, resume),
+        filters={"type": "jira"},
+        key="jira",
+    )
+
+
+def test_link_cursor_walk() -> None:
+    server = FakeServer(max_requests=20)
+    items = make_items("lnk", 11)
+    server.add("integration-links", LinkList(items, prefix="l"))
+    chain = link_chain()
+    pages = run(server, [chain])
+
+    assert idxs(item for page in pages for item in page.items) == idxs(items)
+    assert [len(page.items) for page in pages] == [4, 4, 3]
+    assert [page.last for page in pages] == [False, False, True]
+    assert server.asked("integration-links") == [
+        {"type": "jira", "limit": "4"},
+        {"type": "jira", "limit": "4", "after": "l4"},
+        {"type": "jira", "limit": "4", "after": "l8"},
+    ]
+    assert chain.paginator.resume == "l11"
+
+
+def test_link_cursor_resumed_and_empty() -> None:
+    server = FakeServer(max_requests=20)
+    items = make_items("lnk", 11)
+    server.add("integration-links", LinkList(items, prefix="l"))
+    chain = link_chain(resume="l8")
+    pages = run(server, [chain])
+    assert idxs(item for page in pages for item in page.items) == idxs(items[8:])
+    assert len(server.requests) == 1
+    assert chain.paginator.resume == "l11"
+
+    server = FakeServer(max_requests=20)
+    server.add("integration-links", LinkList([], prefix="l"))
+    chain = link_chain()
+    pages = run(server, [chain])
+    assert [(page.items, page.last) for page in pages] == [([], True)]
+    assert chain.paginator.resume is None
+
+
+def test_link_cursor_body_without_has_next_page_is_retried() -> None:
+    server = FakeServer()
+    items = make_items("lnk", 3)
+    server.add("integration-links", LinkList(items, prefix="l"))
+    bad = {"data": [], "pagination": {"endCursor": None}, "meta": []}
+    server.faults.append(httpx.Response(200, content=orjson.dumps(bad)))
+    client, sleeps = make_client(server)
+    with client:
+        pages = list(walk(client, [link_chain()], 2))
+        assert client.stats.retries == 1
+    assert idxs(pages[0].items) == idxs(items)
+    assert len(sleeps) == 1
+
+
+@pytest.mark.parametrize(("n", "total", "requests"), [(12, True, 3), (12, False, 3), (10, True, 2)])
+def test_page_number_walk(n: int, total: bool, requests: int) -> None:
+    server = FakeServer(max_requests=20)
+    items = make_items("top", n)
+    server.add("topics", TopicList(items, total=total))
+    chain = Chain(resource="topics", path="topics", paginator=PageNumberPaginator(5))
+    pages = run(server, [chain])
+
+    assert idxs(item for page in pages for item in page.items) == idxs(items)
+    assert [page.last for page in pages] == [False] * (requests - 1) + [True]
+    expected = [{"limit": "5"}] + [{"limit": "5", "offset": str(p)} for p in range(2, requests + 1)]
+    assert server.asked("topics") == expected
+
+
+def test_page_number_walk_on_no_topics() -> None:
+    server = FakeServer()
+    server.add("topics", TopicList([]))
+    chain = Chain(resource="topics", path="topics", paginator=PageNumberPaginator(5))
+    pages = run(server, [chain])
+    assert [(page.items, page.last) for page in pages] == [([], True)]
+    assert len(server.requests) == 1
+
+
+# --- the fan-out --------------------------------------------------------------------------
+
+
+def comment_chain(idea: str, size: int = 5, **kw: Any) -> Chain:
+    return Chain(
+        resource="comments",
+        path="comments",
+        paginator=CursorPaginator(size, kw.pop("resume", None)),
+        filters={"idea_idx": idea},
+        key=idea,
+        **kw,
+    )
+
+
+def test_many_chains_are_walked_with_bounded_concurrency() -> None:
+    rng = random.Random(42)
+    server = FakeServer(delay=0.002, max_requests=500)
+    expected: dict[str, list[str]] = {}
+    for i in range(30):
+        idea = f"ide_{i:02d}"
+        comments = make_items(f"cmt_{i:02d}", rng.randint(0, 12))
+        server.add("comments", CursorList(comments), idea=idea)
+        expected[idea] = idxs(comments)
+    assert any(not v for v in expected.values())  # the seed gives ideas with no comments
+
+    drawn: list[str] = []
+
+    def chains() -> Iterable[Chain]:
+        for idea in expected:
+            drawn.append(idea)
+            yield comment_chain(idea)
+
+    client, _ = make_client(server, max_concurrency=16)
+    got: dict[str, list[str]] = defaultdict(list)
+    lasts: Counter[str] = Counter()
+    with client:
+        for page in walk(client, chains(), 4):
+            idea = page.chain.key
+            assert idea is not None
+            assert lasts[idea] == 0, f"a page of {idea} after its last page"
+            got[idea] += idxs(page.items)
+            if page.last:
+                lasts[idea] += 1
+        assert client.stats.rows_by_resource["comments"] == sum(map(len, expected.values()))
+    assert dict(got) == {idea: items for idea, items in expected.items()}
+    assert lasts == Counter(dict.fromkeys(expected, 1))
+    assert drawn == list(expected)
+    assert 2 <= server.max_in_flight <= 4
+    assert len(server.requests) == sum(max(1, math.ceil(len(v) / 5)) for v in expected.values())
+
+
+def test_walk_draws_chains_lazily() -> None:
+    server = FakeServer()
+    for i in range(10):
+        server.add("comments", CursorList(make_items(f"cmt_{i}", 2)), idea=f"ide_{i}")
+    drawn: list[int] = []
+
+    def chains() -> Iterable[Chain]:
+        for i in range(10):
+            drawn.append(i)
+            yield comment_chain(f"ide_{i}")
+
+    client, _ = make_client(server)
+    with client:
+        pages = walk(client, chains(), 3)
+        first = next(pages)
+        assert first.last is True
+        assert len(drawn) == 3
+        rest = list(pages)
+    assert len(rest) == 9
+    assert len(drawn) == 10
+
+
+def test_skip_missing_turns_a_404_into_a_missing_page() -> None:
+    server = FakeServer()
+    server.add("comments", CursorList(make_items("cmt_a", 7)), idea="ide_a")
+    server.add("comments", CursorList(make_items("cmt_c", 3)), idea="ide_c")
+    chains = [comment_chain(idea, skip_missing=True) for idea in ("ide_a", "ide_b", "ide_c")]
+    pages = run(server, chains, concurrency=1)
+
+    missing = [page for page in pages if page.missing]
+    assert len(missing) == 1
+    assert missing[0].chain.key == "ide_b"
+    assert missing[0].items == []
+    assert missing[0].last is True
+    by_idea: dict[str | None, list[str]] = defaultdict(list)
+    for page in pages:
+        by_idea[page.chain.key] += idxs(page.items)
+    assert by_idea == {
+        "ide_a": idxs(make_items("cmt_a", 7)),
+        "ide_b": [],
+        "ide_c": idxs(make_items("cmt_c", 3)),
+    }
+    assert len(server.asked("comments")) == 4  # 2 + 1 (the 404) + 1
+
+
+def test_without_skip_missing_a_404_propagates() -> None:
+    server = FakeServer()
+    server.add("comments", CursorList(make_items("cmt_a", 3)), idea="ide_a")
+    chains = [comment_chain("ide_a"), comment_chain("ide_b")]
+    with pytest.raises(NotFound) as info:
+        run(server, chains, concurrency=1)
+    assert info.value.status == 404
+    assert info.value.resource == "comments"
+    assert "idea_idx=ide_b" in info.value.url
+    assert "idea not found (not_found)" in str(info.value)
+
+
+# --- a saved cursor the service rejects ---------------------------------------------------
+
+
+def test_a_rejected_saved_cursor_restarts_from_the_beginning() -> None:
+    server = FakeServer()
+    items = make_items("ide", 12)
+    server.add("ideas", CursorList(items, reject={"c_gone"}))
+    chain = cursor_chain(resume="c_gone")
+    pages = run(server, [chain])
+
+    assert idxs(item for page in pages for item in page.items) == idxs(items)
+    assert [page.last for page in pages] == [False, False, True]
+    assert server.asked("ideas") == [
+        {"limit": "5", "after": "c_gone"},
+        {"limit": "5"},
+        {"limit": "5", "after": "c5"},
+        {"limit": "5", "after": "c10"},
+    ]
+    assert chain.paginator.resume == "c12"
+    assert chain.paginator.resumed is False
+
+
+def test_a_rejected_saved_cursor_restarts_one_chain_of_many() -> None:
+    server = FakeServer()
+    server.add("comments", CursorList(make_items("cmt_a", 6), reject={"c_old"}), idea="ide_a")
+    server.add("comments", CursorList(make_items("cmt_b", 6)), idea="ide_b")
+    chains = [comment_chain("ide_a", resume="c_old"), comment_chain("ide_b", resume="c2")]
+    pages = run(server, chains, concurrency=2)
+    by_idea: dict[str | None, list[str]] = defaultdict(list)
+    for page in pages:
+        by_idea[page.chain.key] += idxs(page.items)
+    assert by_idea == {
+        "ide_a": idxs(make_items("cmt_a", 6)),
+        "ide_b": idxs(make_items("cmt_b", 6)[2:]),
+    }
+    assert chains[0].paginator.resume == "c6"
+    assert chains[1].paginator.resume == "c6"
+
+
+def test_a_400_on_a_fresh_chain_raises() -> None:
+    server = FakeServer()
+    server.faults.append(error(400, "limit: must be from 1 to 100", "invalid_request"))
+    server.add("ideas", CursorList(make_items("ide", 3)))
+    with pytest.raises(ApiError) as info:
+        run(server, [cursor_chain()])
+    assert type(info.value) is ApiError
+    assert info.value.status == 400
+    assert "limit: must be from 1 to 100 (invalid_request)" in str(info.value)
+    assert len(server.requests) == 1
+
+
+def test_a_400_after_a_resumed_chain_made_progress_raises() -> None:
+    server = FakeServer()
+    server.add("ideas", CursorList(make_items("ide", 23), reject={"c15"}))
+    with pytest.raises(ApiError) as info:
+        run(server, [cursor_chain(resume="c10")])
+    assert info.value.status == 400
+    assert [params.get("after") for params in server.asked("ideas")] == ["c10", "c15"]
+
+
+# --- wrong shapes -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"rows": [], "pagination": {}},
+        {"data": {"idx": "ide_001"}, "pagination": {}},
+        {"data": ["ide_001"], "pagination": {}},
+        {"data": []},
+    ],
+    ids=["no-data", "data-object", "data-strings", "no-pagination"],
+)
+def test_a_wrong_shape_is_retried_through_the_client(bad: dict[str, Any]) -> None:
+    server = FakeServer()
+    items = make_items("ide", 7)
+    server.add("ideas", CursorList(items))
+    server.faults.append(httpx.Response(200, content=orjson.dumps(bad)))
+    client, sleeps = make_client(server)
+    with client:
+        pages = list(walk(client, [cursor_chain()], 2))
+        assert client.stats.retries == 1
+        assert client.stats.requests == 3
+    assert idxs(item for page in pages for item in page.items) == idxs(items)
+    assert len(sleeps) == 1
+    assert server.asked("ideas")[0] == server.asked("ideas")[1] == {"limit": "5"}
+
+
+def test_a_shape_that_stays_wrong_exhausts_retries() -> None:
+    server = FakeServer()
+    server.add("ideas", CursorList(make_items("ide", 7)))
+    bad = httpx.Response(200, content=orjson.dumps({"rows": []}))
+    server.faults.extend([bad, bad, bad])
+    with pytest.raises(RetriesExhausted) as info:
+        run(server, [cursor_chain()], max_retries=2)
+    assert "'data' is not a list" in str(info.value)
+    assert info.value.resource == "ideas"
+    assert len(server.requests) == 3
