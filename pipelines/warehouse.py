@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import dlt
+from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines.feedback.errors import ConfigError
@@ -27,6 +28,7 @@ DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
 DEFAULT_PARQUET_DIR = Path("data/parquet")
 DEFAULT_DATASET = "feedback"
 PIPELINE_NAME = "feedback_sync"
+DUCKDB_MEMORY_LIMIT = "1GB"
 WORKING_DIR = ".feedback-sync"
 
 
@@ -60,41 +62,40 @@ class Target:
         return "parquet" if self.is_duckdb_backed else None
 
     def duckdb_file(self) -> Path | None:
-        """The DuckDB file written to (None for other destinations or dlt-configured paths)."""
+        """The DuckDB file written to (None for destinations other than DuckDB and Parquet)."""
         if self.is_parquet:
             return self.parquet_dir / WORKING_DIR / "work.duckdb"
         if self.destination != "duckdb":
             return None
         if self.duckdb_path is not None:
             return self.duckdb_path
-        if _dlt_duckdb_credentials() is not None:
-            return None
-        return DEFAULT_DUCKDB_PATH
+        configured = _dlt_duckdb_credentials()
+        return Path(configured) if configured is not None else DEFAULT_DUCKDB_PATH
 
     def describe(self) -> str:
         if self.is_parquet:
             return f"Parquet files in {self.parquet_dir}/"
         if self.destination == "duckdb":
-            path = self.duckdb_file()
-            shown = path if path is not None else _dlt_duckdb_credentials()
-            return f"DuckDB {shown} (dataset {self.dataset})"
+            return f"DuckDB {self.duckdb_file()} (dataset {self.dataset})"
         return f"{self.destination} (dataset {self.dataset})"
 
     def pipeline(self, progress: Any = None) -> Pipeline:
         """The dlt pipeline for this target (created or attached)."""
         destination: Any
         path = self.duckdb_file()
-        configured = _dlt_duckdb_credentials() if self.destination == "duckdb" else None
-        named = path or (Path(configured) if configured else None)
-        if named is not None and named.stem == self.dataset:
+        if path is not None and path.stem == self.dataset:
             # DuckDB names the catalog after the file: "feedback.feedback" is ambiguous
             raise ConfigError(
-                f"the DuckDB file {named} is named like the dataset {self.dataset!r}; "
+                f"the DuckDB file {path} is named like the dataset {self.dataset!r}; "
                 "rename the file or pass another --dataset"
             )
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            destination = dlt.destinations.duckdb(credentials=str(path))
+            # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory
+            # bounded and lets DuckDB spill to disk instead
+            limit = os.environ.get("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", DUCKDB_MEMORY_LIMIT)
+            credentials = DuckDbCredentials(str(path), global_config={"memory_limit": limit})
+            destination = dlt.destinations.duckdb(credentials=credentials)
         else:
             destination = self.destination
         return dlt.pipeline(
@@ -107,11 +108,19 @@ class Target:
 
 
 def _dlt_duckdb_credentials() -> str | None:
-    """What the user configured for dlt's DuckDB destination, if anything."""
-    env = os.environ.get("DESTINATION__DUCKDB__CREDENTIALS")
-    if env:
-        return env
-    value: Any = dlt.config.get("destination.duckdb.credentials")
-    if value is None:
+    """The DuckDB file the user configured for dlt's DuckDB destination, if any."""
+    value: Any = os.environ.get("DESTINATION__DUCKDB__CREDENTIALS") or dlt.config.get(
+        "destination.duckdb.credentials"
+    )
+    if not value:
         value = dlt.secrets.get("destination.duckdb.credentials")
-    return str(value) if value else None
+    if not value:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("database"), str):
+        value = value["database"]
+    if not isinstance(value, str):
+        raise ConfigError(
+            "destination.duckdb.credentials must be the DuckDB file's path "
+            f"(or a table with `database`), got {type(value).__name__}"
+        )
+    return value.removeprefix("duckdb:///")
