@@ -26,10 +26,24 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def explain(exc: BaseException) -> tuple[str | None, int]:
     """``(message, exit code)`` for a failure we can describe, else ``(None, 1)``."""
+    from dlt.common.configuration.exceptions import ConfigFieldMissingException
+    from dlt.common.destination.exceptions import UnknownDestinationModule
+
     chain = _chain(exc)
+    if any(isinstance(error, KeyboardInterrupt) for error in chain):
+        return "interrupted; the next run resumes from the last committed state", 130
     for error in chain:
         if isinstance(error, ConfigError):
             return str(error), 2
+        if isinstance(error, UnknownDestinationModule):
+            return f"--destination: {str(error).splitlines()[0]}", 2
+        if isinstance(error, ConfigFieldMissingException):
+            missing = ", ".join(f"`{field}`" for field in error.fields)
+            return (
+                f"the destination is not configured: missing {missing} "
+                f"(see dlt's docs for {error.spec_name}; e.g. DESTINATION__<NAME>__CREDENTIALS)",
+                2,
+            )
     for error in chain:
         if isinstance(error, FeedbackError | DataError):
             return f"{error}. Nothing from this run was committed; the next run resumes.", 1

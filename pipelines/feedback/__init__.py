@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import dlt
@@ -31,7 +31,7 @@ from dlt.extract.resource import DltResource
 
 from pipelines.feedback import shaping
 from pipelines.feedback.context import SyncRun, idea_signature
-from pipelines.feedback.errors import NotFound
+from pipelines.feedback.errors import ApiError
 from pipelines.feedback.paging import (
     Chain,
     CursorPaginator,
@@ -138,6 +138,9 @@ def _announcements(run: SyncRun) -> DltResource:
         # window's and the drafts' idxs)
         seen: set[str] | None = set() if len(chains) > 1 else None
         newest = high
+        # a post the service calls published but dated after this run started (a server
+        # may say so of scheduled posts) must not move the window past posts not yet seen
+        started = datetime.now(UTC)
         for page in walk(run.client, chains, len(chains)):
             rows = []
             for row in page.items:
@@ -148,6 +151,7 @@ def _announcements(run: SyncRun) -> DltResource:
                 row = shaping.announcement(row)
                 published = row.get("published_at")
                 if row.get("is_published") is True and published is not None:
+                    published = min(published, started)
                     newest = published if newest is None else max(newest, published)
                 rows.append(row)
             if rows:
@@ -309,13 +313,15 @@ def _ideas(run: SyncRun) -> DltResource:
             for page in walk(run.client, [Chain("ideas", "ideas", paginator)], 1):
                 if page.items:
                     yield [shaping.idea(row) for row in page.items]
-        except NotFound:
-            if paginator.pages:
+        except ApiError as exc:
+            # the contract's "switched off" is a 404; 405 and 501 say the same thing
+            if paginator.pages or exc.status not in (404, 405, 501):
                 raise
             run.ideas_endpoint = False
             log.warning(
-                "ideas: the service has no /ideas (404); discovering ideas from announcements, "
-                "integration links, earlier runs and the configured idea_idxs"
+                "ideas: the service has no /ideas (HTTP %s); discovering ideas from "
+                "announcements, integration links, earlier runs and the configured idea_idxs",
+                exc.status,
             )
             yield from _discover_ideas(run)
             return

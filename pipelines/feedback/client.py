@@ -266,7 +266,7 @@ class FeedbackClient:
         check: Callable[[dict[str, Any]], str | None] | None,
     ) -> dict[str, Any]:
         status = response.status_code
-        if status == 429 or status >= 500:
+        if status == 429 or (status >= 500 and status != 501):  # 501: not implemented, for good
             retry_after = _retry_after(response.headers.get("Retry-After"))
             message = _server_message(body, self._scrub)
             raise _Retryable(status, f"HTTP {status} {message}", retry_after)

@@ -103,8 +103,11 @@ class CursorPaginator(Paginator):
         if n == 0 or after in self._asked:
             return None  # a repeated cursor: stop, don't loop
         total = pagination.get("total")
-        if not self.resumed and isinstance(total, int) and self.items_seen >= total:
-            return None  # everything is in: skip the empty page that would confirm it
+        if n < self.page_size and isinstance(total, int) and self.items_seen >= total:
+            # a short page that brings the count to the total is the end: skip the empty
+            # page that would confirm it (a full page never ends a walk, so rows deleted
+            # while paging cannot make it stop early)
+            return None
         self._asked.add(after)
         return {"limit": self.page_size, "after": after}
 
@@ -143,20 +146,30 @@ class LinkCursorPaginator(Paginator):
 
 
 class PageNumberPaginator(Paginator):
-    """Topics: ``offset`` is a 1-based page number; never resumed (the list is small)."""
+    """Topics: ``offset`` is a 1-based page number; never resumed (the list is small).
+
+    Goes on while pages come back full, unless the server says there is no next page
+    (``after`` given as null with every item in) or hands back a page it already sent.
+    """
 
     def start(self) -> Params:
         self._page = 1
+        self._firsts: set[str] = set()
         return {"limit": self.page_size}
 
     def advance(self, body: dict[str, Any]) -> Params | None:
         n = self._count(body)
+        if n == 0 or n < self.page_size:
+            return None
         pagination = body["pagination"]
         total = pagination.get("total")
-        if n == 0 or pagination.get("after") is None:
+        done = not isinstance(total, int) or self.items_seen >= total
+        if "after" in pagination and pagination["after"] is None and done:
             return None
-        if isinstance(total, int) and self.items_seen >= total:
-            return None
+        first = str(body["data"][0].get("idx"))
+        if first in self._firsts:
+            return None  # the server ignores the page number: stop, don't loop
+        self._firsts.add(first)
         self._page += 1
         return {"limit": self.page_size, "offset": self._page}
 

@@ -286,8 +286,13 @@ def diff(expected: Rows, actual: Rows, limit: int = 3) -> str:
 class Intercept(httpx.BaseTransport):
     """A real network transport, except for requests ``answer`` returns a response for."""
 
-    def __init__(self, answer: Callable[[httpx.Request], httpx.Response | None]) -> None:
+    def __init__(
+        self,
+        answer: Callable[[httpx.Request], httpx.Response | None] = lambda request: None,
+        rewrite: Callable[[httpx.Request, dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
         self._answer = answer
+        self._rewrite = rewrite
         self._inner = httpx.HTTPTransport()
         self.intercepted = 0
 
@@ -296,7 +301,11 @@ class Intercept(httpx.BaseTransport):
         if response is not None:
             self.intercepted += 1
             return response
-        return self._inner.handle_request(request)
+        response = self._inner.handle_request(request)
+        if self._rewrite is None or response.status_code != 200:
+            return response
+        body = self._rewrite(request, json.loads(response.read()))
+        return httpx.Response(200, json=body)
 
     def close(self) -> None:
         self._inner.close()

@@ -205,3 +205,11 @@ def test_a_second_writer_on_the_duckdb_file_fails_clearly(
     assert done.returncode == 1
     assert "in use by another process" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_unknown_destination_is_a_usage_error(
+    live_sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    done = _cli(["sync", "--destination", "nosuch"], _env(live_sandbox, tmp_path), tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "--destination" in done.stderr and "Traceback" not in done.stderr

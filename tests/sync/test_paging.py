@@ -270,25 +270,49 @@ def test_a_resumed_cursor_walk_asks_until_an_empty_page() -> None:
     assert chain.paginator.resume == "c23"
 
 
-def test_a_resumed_walk_ignores_total_even_when_it_has_seen_that_many() -> None:
-    """``total`` counts the whole list, not what follows a saved cursor: no shortcut."""
+def test_a_resumed_walk_stops_on_a_short_page_that_reaches_the_total() -> None:
+    """A saved cursor before the first item: the short last page brings the count to the
+    total, which ends the walk without asking for an empty page."""
     server = FakeServer(max_requests=20)
     items = make_items("ide", 23)
     server.add("ideas", CursorList(items))
-    chain = cursor_chain(resume="c0")  # a saved cursor before the first item
+    chain = cursor_chain(resume="c0")
     pages = run(server, [chain])
 
     assert idxs(item for page in pages for item in page.items) == idxs(items)
-    assert [len(page.items) for page in pages] == [5, 5, 5, 5, 3, 0]
+    assert [len(page.items) for page in pages] == [5, 5, 5, 5, 3]
     assert [params.get("after") for params in server.asked("ideas")] == [
         "c0",
         "c5",
         "c10",
         "c15",
         "c20",
-        "c23",
     ]
     assert chain.paginator.resume == "c23"
+
+
+class ShrinkingList(CursorList):
+    """Deletes items already served while the walk is on: ``total`` drops under it."""
+
+    def answer(self, params: dict[str, str]) -> dict[str, Any]:
+        body = super().answer(params)
+        if params.get("after") == "c5":
+            self.shrunk = True
+        if getattr(self, "shrunk", False):
+            # eight items already served are deleted; later cursors keep their places
+            body["pagination"]["total"] -= 8
+        return body
+
+
+def test_rows_deleted_while_paging_do_not_end_the_walk_early() -> None:
+    """A full page never ends a walk, so a shrinking total cannot cut the list short (a
+    --full run would then delete the rows it never read)."""
+    server = FakeServer(max_requests=20)
+    items = make_items("ide", 20)
+    server.add("ideas", ShrinkingList(items))
+    chain = cursor_chain()
+    pages = run(server, [chain])
+    assert idxs(item for page in pages for item in page.items) == idxs(items)
 
 
 def test_a_resumed_walk_with_nothing_new_keeps_its_cursor() -> None:
@@ -524,7 +548,11 @@ def test_many_chains_are_walked_with_bounded_concurrency() -> None:
     assert lasts == Counter(dict.fromkeys(expected, 1))
     assert drawn == list(expected)
     assert 2 <= server.max_in_flight <= 4
-    assert len(server.requests) == sum(max(1, math.ceil(len(v) / 5)) for v in expected.values())
+    # a list that fills its last page exactly needs one empty page to confirm its end
+    assert len(server.requests) == sum(
+        max(1, math.ceil(len(v) / 5)) + (1 if v and len(v) % 5 == 0 else 0)
+        for v in expected.values()
+    )
 
 
 def test_walk_draws_chains_lazily() -> None:
