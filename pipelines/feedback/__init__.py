@@ -37,6 +37,7 @@ from pipelines.feedback.paging import (
     CursorPaginator,
     LinkCursorPaginator,
     PageNumberPaginator,
+    Paginator,
     walk,
 )
 from pipelines.feedback.settings import RESOURCES, load_settings
@@ -66,8 +67,8 @@ def feedback(full: bool = False, run: Any = None) -> list[DltResource]:
         _followers(run),
         _announcements(run),
         _comments(run, ideas),
-        _topics(run),
-        _statuses(run),
+        _small_list(run, "topics", PageNumberPaginator),
+        _small_list(run, "statuses", CursorPaginator),
         links,
         ideas,
     ]
@@ -279,30 +280,19 @@ def _links_by_type(run: SyncRun) -> DltResource:
     return integration_links
 
 
-def _topics(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge(run, "topics"))
-    def topics() -> Iterator[list[Row]]:
-        chain = Chain("topics", "topics", PageNumberPaginator(run.settings.page_size))
-        shape = shaping.plain("topics")
+def _small_list(run: SyncRun, name: str, paginator: type[Paginator]) -> DltResource:
+    """Topics and statuses: read in full on every run (a few pages), so always complete."""
+
+    @dlt.resource(**_merge(run, name))
+    def small_list() -> Iterator[list[Row]]:
+        chain = Chain(name, name, paginator(run.settings.page_size))
+        shape = shaping.plain(name)
         for page in walk(run.client, [chain], 1):
             if page.items:
                 yield [shape(row) for row in page.items]
-        run.mark_complete("topics")
+        run.mark_complete(name)
 
-    return topics
-
-
-def _statuses(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge(run, "statuses"))
-    def statuses() -> Iterator[list[Row]]:
-        chain = Chain("statuses", "statuses", CursorPaginator(run.settings.page_size))
-        shape = shaping.plain("statuses")
-        for page in walk(run.client, [chain], 1):
-            if page.items:
-                yield [shape(row) for row in page.items]
-        run.mark_complete("statuses")
-
-    return statuses
+    return small_list
 
 
 def _ideas(run: SyncRun) -> DltResource:

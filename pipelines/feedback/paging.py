@@ -112,19 +112,8 @@ class CursorPaginator(Paginator):
         return {"limit": self.page_size, "after": after}
 
 
-class LinkCursorPaginator(Paginator):
+class LinkCursorPaginator(CursorPaginator):
     """Integration links: ``pagination = {hasNextPage, endCursor, ...}``."""
-
-    def __init__(self, page_size: int, resume: str | None = None) -> None:
-        super().__init__(page_size, resume)
-        self._asked: set[str] = set()
-
-    def start(self) -> Params:
-        params: Params = {"limit": self.page_size}
-        if self.resume:
-            params["after"] = self.resume
-        self._asked = {self.resume} if self.resume else set()
-        return params
 
     def check(self, body: dict[str, Any]) -> str | None:
         problem = super().check(body)
