@@ -14,16 +14,13 @@ from pathlib import Path
 
 from dlt.pipeline.pipeline import Pipeline
 
+from pipelines.warehouse import dataset_tables
+
 
 def data_tables(pipeline: Pipeline) -> list[str]:
     """The dataset's tables that hold synced data (dlt's own ``_dlt_*`` tables left out)."""
     with pipeline.sql_client() as client:
-        rows = client.execute_sql(
-            "select table_name from information_schema.tables where table_schema = %s "
-            "order by table_name",
-            client.dataset_name,
-        )
-    return [row[0] for row in rows or () if not row[0].startswith("_dlt")]
+        return [name for name in dataset_tables(client) if not name.startswith("_dlt")]
 
 
 def export_parquet(pipeline: Pipeline, folder: Path, tables: Iterable[str]) -> dict[str, int]:

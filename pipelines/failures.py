@@ -12,7 +12,8 @@ from pipelines.feedback.shaping import DataError
 LOCKED = "Could not set lock on file"
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything it wraps: dlt's ``.exception``, causes and contexts."""
     seen: list[BaseException] = []
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -29,7 +30,7 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     from dlt.common.configuration.exceptions import ConfigFieldMissingException
     from dlt.common.destination.exceptions import UnknownDestinationModule
 
-    chain = _chain(exc)
+    chain = causes(exc)
     if any(isinstance(error, KeyboardInterrupt) for error in chain):
         return "interrupted; the next run resumes from the last committed state", 130
     for error in chain:

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from dlt.common.schema.utils import get_nested_tables
 from dlt.pipeline.pipeline import Pipeline
 
+from pipelines.warehouse import dataset_tables
+
 
 def reconcile(
     pipeline: Pipeline, load_id: str, resources: Iterable[str], mode: str
@@ -27,7 +29,7 @@ def reconcile(
     removed: dict[str, int] = {}
     now = datetime.now(UTC)
     with pipeline.sql_client() as client:
-        existing = _existing_tables(client)
+        existing = set(dataset_tables(client))
         with client.begin_transaction():
             for root in sorted(resources):
                 if root not in schema.tables or root not in existing:
@@ -60,12 +62,3 @@ def reconcile(
                     )
                 client.execute_sql(f"delete from {qroot} where {gone_filter}", load_id)
     return removed
-
-
-def _existing_tables(client: object) -> set[str]:
-    """Tables that exist in the dataset (a table in the schema may never have been created)."""
-    rows = client.execute_sql(  # type: ignore[attr-defined]
-        "select table_name from information_schema.tables where table_schema = %s",
-        client.dataset_name,  # type: ignore[attr-defined]
-    )
-    return {row[0] for row in rows or ()}

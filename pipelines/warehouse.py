@@ -20,6 +20,7 @@ from typing import Any
 
 import dlt
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines.feedback.errors import ConfigError
@@ -105,6 +106,17 @@ class Target:
             pipelines_dir=str(self.pipelines_dir) if self.pipelines_dir else None,  # type: ignore[arg-type]
             progress=progress,
         )
+
+
+def dataset_tables(client: SqlClientBase[Any]) -> list[str]:
+    """Tables that exist in the client's dataset, sorted (the schema may name tables that
+    were never created, when no row ever reached them)."""
+    rows = client.execute_sql(
+        "select table_name from information_schema.tables where table_schema = %s "
+        "order by table_name",
+        client.dataset_name,
+    )
+    return [row[0] for row in rows or ()]
 
 
 def _dlt_duckdb_credentials() -> str | None:

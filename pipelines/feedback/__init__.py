@@ -21,7 +21,7 @@ is polled on every run, since nothing says which changed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -165,13 +165,30 @@ def _announcements(run: SyncRun) -> DltResource:
     return announcements
 
 
-def _comments(run: SyncRun, ideas: DltResource) -> DltResource:
-    @dlt.transformer(data_from=ideas, **_merge(run, "comments", json=["content"]))
-    def comments(ideas_page: list[Row] | Row) -> Iterator[list[Row]]:
-        state = dlt.current.resource_state("comments")
+def _per_idea(
+    run: SyncRun,
+    ideas: DltResource,
+    resource: str,
+    path: str,
+    paginator: type[Paginator],
+    filters: dict[str, str],
+    shape: Callable[[Row, str], Row],
+    *,
+    resume: bool,
+    json: list[str],
+) -> DltResource:
+    """The per-idea fan-out (comments, links by idea): a transformer of the ``ideas`` pages.
+
+    Polls new ideas and ideas whose signature moved (every idea on a full run), from the
+    idea's saved cursor when ``resume``, and keeps ``{idea: [cursor, signature]}`` in state.
+    """
+
+    @dlt.transformer(data_from=ideas, **_merge(run, resource, json=json))
+    def per_idea(ideas_page: list[Row] | Row) -> Iterator[list[Row]]:
+        state = dlt.current.resource_state(resource)
         if run.full:
             # a full run rebuilds the per-idea state: ideas gone at the source drop out
-            run.once("comments:reset", lambda: state.__setitem__("ideas", {}))
+            run.once(f"{resource}:reset", lambda: state.__setitem__("ideas", {}))
         known: dict[str, list[Any]] = state.setdefault("ideas", {})
         signatures: dict[str, str | None] = {}
         chains = []
@@ -183,69 +200,55 @@ def _comments(run: SyncRun, ideas: DltResource) -> DltResource:
             entry = known.get(idx)
             unchanged = entry is not None and signature is not None and entry[1] == signature
             if unchanged and not run.full:
-                continue  # no new comment or note since the last run
+                continue  # nothing moved on this idea since the last run
             signatures[idx] = signature
-            resume = None if run.full or entry is None else entry[0]
-            filters = {"idea_idx": idx, "included_types": INCLUDED_TYPES}
-            paginator = CursorPaginator(run.settings.page_size, resume)
-            chains.append(Chain("comments", "comments", paginator, filters, idx, True))
+            cursor = entry[0] if entry is not None and resume and not run.full else None
+            pages = paginator(run.settings.page_size, cursor)
+            chains.append(Chain(resource, path, pages, {**filters, "idea_idx": idx}, idx, True))
         for page in walk(run.client, chains, run.settings.max_concurrency):
             idx = page.chain.key
             assert idx is not None
             if page.missing:
                 known.pop(idx, None)
-                run.count_skipped("comments")
+                run.count_skipped(resource)
                 continue
             if page.items:
-                yield [shaping.comment(row, idx) for row in page.items]
+                yield [shape(row, idx) for row in page.items]
             if page.last:
-                known[idx] = [page.chain.paginator.resume, signatures[idx]]
+                saved = page.chain.paginator.resume if resume else None
+                known[idx] = [saved, signatures[idx]]
 
-    return comments
+    return per_idea
+
+
+def _comments(run: SyncRun, ideas: DltResource) -> DltResource:
+    return _per_idea(
+        run,
+        ideas,
+        "comments",
+        "comments",
+        CursorPaginator,
+        {"included_types": INCLUDED_TYPES},
+        shaping.comment,
+        resume=True,
+        json=["content"],
+    )
 
 
 def _links_by_idea(run: SyncRun, ideas: DltResource) -> DltResource:
-    @dlt.transformer(data_from=ideas, **_merge(run, "integration_links", json=["meta"]))
-    def integration_links(ideas_page: list[Row] | Row) -> Iterator[list[Row]]:
-        state = dlt.current.resource_state("integration_links")
-        if run.full:
-            run.once("integration_links:reset", lambda: state.__setitem__("ideas", {}))
-        known: dict[str, str | None] = state.setdefault("ideas", {})
-        signatures: dict[str, str | None] = {}
-        chains = []
-        for idea in _as_list(ideas_page):
-            idx = idea.get("idx")
-            if not isinstance(idx, str):
-                continue
-            signature = idea_signature(idea)
-            if not run.full and signature is not None and known.get(idx) == signature:
-                continue  # nothing moved on this idea since the last run
-            signatures[idx] = signature
-            paginator = LinkCursorPaginator(run.settings.page_size)
-            chains.append(
-                Chain(
-                    "integration_links",
-                    "integration-links",
-                    paginator,
-                    {"idea_idx": idx},
-                    idx,
-                    True,
-                )
-            )
-        shape = shaping.plain("integration_links")
-        for page in walk(run.client, chains, run.settings.max_concurrency):
-            idx = page.chain.key
-            assert idx is not None
-            if page.missing:
-                known.pop(idx, None)
-                run.count_skipped("integration_links")
-                continue
-            if page.items:
-                yield [shape(row) for row in page.items]
-            if page.last:
-                known[idx] = signatures[idx]
-
-    return integration_links
+    # an idea's links are read from its start (usually one page): no cursor to keep
+    shape = shaping.plain("integration_links")
+    return _per_idea(
+        run,
+        ideas,
+        "integration_links",
+        "integration-links",
+        LinkCursorPaginator,
+        {},
+        lambda row, idx: shape(row),
+        resume=False,
+        json=["meta"],
+    )
 
 
 def _links_by_type(run: SyncRun) -> DltResource:

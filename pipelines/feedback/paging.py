@@ -95,21 +95,23 @@ class CursorPaginator(Paginator):
 
     def advance(self, body: dict[str, Any]) -> Params | None:
         n = self._count(body)
-        pagination = body["pagination"]
-        after = pagination.get("after")
-        if not isinstance(after, str) or not after:
+        cursor, more = self._next(body["pagination"], n)
+        if not isinstance(cursor, str) or not cursor:
             return None  # an empty page, or the variant with no cursor on the last page
-        self.resume = after
-        if n == 0 or after in self._asked:
-            return None  # a repeated cursor: stop, don't loop
+        self.resume = cursor
+        if n == 0 or not more or cursor in self._asked:
+            return None  # the end, or a repeated cursor: stop, don't loop
+        self._asked.add(cursor)
+        return {"limit": self.page_size, "after": cursor}
+
+    def _next(self, pagination: dict[str, Any], n: int) -> tuple[Any, bool]:
+        """The cursor past this page, and whether a next page may hold items."""
         total = pagination.get("total")
-        if n < self.page_size and isinstance(total, int) and self.items_seen >= total:
-            # a short page that brings the count to the total is the end: skip the empty
-            # page that would confirm it (a full page never ends a walk, so rows deleted
-            # while paging cannot make it stop early)
-            return None
-        self._asked.add(after)
-        return {"limit": self.page_size, "after": after}
+        # a short page that brings the count to the total is the end: skip the empty page
+        # that would confirm it (a full page never ends a walk, so rows deleted while
+        # paging cannot make it stop early)
+        done = n < self.page_size and isinstance(total, int) and self.items_seen >= total
+        return pagination.get("after"), not done
 
 
 class LinkCursorPaginator(CursorPaginator):
@@ -121,17 +123,8 @@ class LinkCursorPaginator(CursorPaginator):
             return "'pagination.hasNextPage' is not a boolean"
         return problem
 
-    def advance(self, body: dict[str, Any]) -> Params | None:
-        n = self._count(body)
-        pagination = body["pagination"]
-        end = pagination.get("endCursor")
-        if not isinstance(end, str) or not end:
-            return None
-        self.resume = end
-        if n == 0 or not pagination["hasNextPage"] or end in self._asked:
-            return None
-        self._asked.add(end)
-        return {"limit": self.page_size, "after": end}
+    def _next(self, pagination: dict[str, Any], n: int) -> tuple[Any, bool]:
+        return pagination.get("endCursor"), bool(pagination["hasNextPage"])
 
 
 class PageNumberPaginator(Paginator):

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from pipelines.failures import explain
+from pipelines.failures import causes, explain
 from pipelines.feedback.errors import ApiError, RetriesExhausted
 from sandbox.app import create_app
 from sandbox.server import serve_in_thread
@@ -64,7 +64,7 @@ def test_a_run_that_fails_mid_extract_commits_nothing_and_the_rerun_is_exact(
     assert code == 1 and message is not None
     assert "comments: GET http://" in message and "HTTP 500" in message
     assert isinstance(
-        next(e for e in _causes(failure.value) if isinstance(e, ApiError)), RetriesExhausted
+        next(e for e in causes(failure.value) if isinstance(e, ApiError)), RetriesExhausted
     )
     harness.switches(faults={"script": []})
     harness.sync()
@@ -75,17 +75,6 @@ def test_a_run_that_fails_mid_extract_commits_nothing_and_the_rerun_is_exact(
             assert con.execute(
                 f"select count(*) - count(distinct idx) from feedback.{table}"
             ).fetchone() == (0,)
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    out, todo = [], [exc]
-    while todo:
-        e = todo.pop()
-        if e is None or e in out:
-            continue
-        out.append(e)
-        todo += [getattr(e, "exception", None), e.__cause__, e.__context__]  # type: ignore[list-item]
-    return out
 
 
 def test_an_idea_that_vanished_is_skipped_with_a_warning(
