@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from bench import sandbox_throughput
+from bench import sandbox_throughput, sync_bench
 
-COMMANDS = {"sandbox": sandbox_throughput.main}
+COMMANDS = {"sync": sync_bench.main, "sandbox": sandbox_throughput.main}
 
 
 def main(argv: list[str]) -> int:

@@ -1,13 +1,20 @@
-"""Deletes at the source reach the warehouse: rows a complete read did not see are gone.
+"""After a load: child lists replaced whole, and deletes at the source reach the warehouse.
 
 After a load, every row a resource yielded carries that load's ``_dlt_load_id`` (merge
-replaces the row). For a resource read from its start to its end in that load, a root row
-with another load id was not seen, so it no longer exists at the source:
+replaces the row, child rows merge on their parent's key and position).
 
-- ``hard`` (default): delete it and its child rows (``_dlt_root_id``);
+``replace_children``: a parent row sent again carries its whole lists, so its child rows
+from earlier loads are what its lists no longer hold (a company removed, a list that
+shrank or emptied): they are deleted. Runs after every load.
+
+``reconcile``: for a resource read from its start to its end in that load, a root row with
+another load id was not seen, so it no longer exists at the source:
+
+- ``hard`` (default): delete it and its child rows (by the parent's key);
 - ``soft``: keep it and set ``_deleted_at`` (once; later runs keep the first time).
 
-Runs in one transaction through dlt's SQL client, so it works on any SQL destination.
+Each runs in one transaction through dlt's SQL client, so it works on any SQL destination,
+and each can run again for the same load with the same result (a crash replays them).
 """
 
 from __future__ import annotations
@@ -15,10 +22,37 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from dlt.common.schema.utils import get_nested_tables
 from dlt.pipeline.pipeline import Pipeline
 
+from pipelines.feedback.arrow import PARENT_KEYS, child_tables
 from pipelines.warehouse import dataset_tables
+
+
+def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:
+    """Deletes child rows whose parent came again in ``load_id`` without them; counts."""
+    schema = pipeline.default_schema
+    removed: dict[str, int] = {}
+    with pipeline.sql_client() as client:
+        existing = set(dataset_tables(client))
+        with client.begin_transaction():
+            for root, key in PARENT_KEYS.items():
+                if root not in existing:
+                    continue
+                qroot = client.make_qualified_table_name(root)
+                for child in child_tables(schema.tables, root):
+                    if child not in existing:
+                        continue
+                    qchild = client.make_qualified_table_name(child)
+                    stale = (
+                        f"from {qchild} where _dlt_load_id <> %s and {key} in "
+                        f"(select idx from {qroot} where _dlt_load_id = %s)"
+                    )
+                    rows = client.execute_sql(f"select count(*) {stale}", load_id, load_id)
+                    count = int(rows[0][0]) if rows else 0
+                    if count:
+                        client.execute_sql(f"delete {stale}", load_id, load_id)
+                        removed[child] = count
+    return removed
 
 
 def reconcile(
@@ -50,14 +84,14 @@ def reconcile(
                         f"update {qroot} set _deleted_at = %s where {gone_filter}", now, load_id
                     )
                     continue
-                for child in get_nested_tables(schema.tables, root)[1:]:
-                    name = child["name"]
-                    if name not in existing:
+                key = PARENT_KEYS.get(root)
+                for child in child_tables(schema.tables, root) if key else ():
+                    if child not in existing:
                         continue
-                    qchild = client.make_qualified_table_name(name)
+                    qchild = client.make_qualified_table_name(child)
                     client.execute_sql(
-                        f"delete from {qchild} where _dlt_root_id in "
-                        f"(select _dlt_id from {qroot} where {gone_filter})",
+                        f"delete from {qchild} where {key} in "
+                        f"(select idx from {qroot} where {gone_filter})",
                         load_id,
                     )
                 client.execute_sql(f"delete from {qroot} where {gone_filter}", load_id)

@@ -31,7 +31,7 @@ from pipelines.export import data_tables, export_parquet
 from pipelines.feedback import RESOURCES, SyncRun, feedback
 from pipelines.feedback.errors import ConfigError
 from pipelines.feedback.settings import FeedbackSettings, load_settings
-from pipelines.reconcile import reconcile
+from pipelines.reconcile import reconcile, replace_children
 from pipelines.warehouse import Target
 
 log = logging.getLogger("feedback_sync")
@@ -166,10 +166,12 @@ def run_sync(
         result.recovered_packages = len(pipeline.list_extracted_load_packages()) + len(
             pipeline.list_normalized_load_packages()
         )
-        _normalize_and_load(pipeline)
+        _, recovered = _normalize_and_load(pipeline)
+        for loaded in recovered.loads_ids:
+            _add(result.rows_removed, replace_children(pipeline, loaded))
     owed = _Journal(pipeline).replay(pipeline, out)
     if owed is not None:
-        result.rows_removed = owed
+        _add(result.rows_removed, owed)
     pipeline.sync_destination()
 
     run = SyncRun(settings, full=full, transport=transport)
@@ -203,16 +205,18 @@ def run_sync(
     if after_extract is not None:
         after_extract(pipeline)
     print("sync: normalizing and loading ...", file=out, flush=True)
-    normalize_info = _normalize_and_load(pipeline)
+    normalize_info, _ = _normalize_and_load(pipeline)
     result.rows_loaded = {
         table: count
         for table, count in normalize_info.row_counts.items()
         if not table.startswith("_dlt")
     }
+    if load_id is not None:
+        _add(result.rows_removed, replace_children(pipeline, load_id))
     if load_id is not None and result.complete:
-        removed = reconcile(pipeline, load_id, result.complete, settings.delete_mode)
-        for table, count in removed.items():
-            result.rows_removed[table] = result.rows_removed.get(table, 0) + count
+        _add(
+            result.rows_removed, reconcile(pipeline, load_id, result.complete, settings.delete_mode)
+        )
     _prune_state_history(pipeline)
 
     result.ideas_endpoint = run.ideas_endpoint
@@ -235,7 +239,12 @@ def run_sync(
     return result
 
 
-def _normalize_and_load(pipeline: Pipeline) -> Any:
+def _add(totals: dict[str, int], counts: dict[str, int]) -> None:
+    for table, count in counts.items():
+        totals[table] = totals.get(table, 0) + count
+
+
+def _normalize_and_load(pipeline: Pipeline) -> tuple[Any, Any]:
     """Normalizes and loads; if dlt gives a package up for good, local state goes too.
 
     The state saved at extract (new cursors) travels in the package; when dlt aborts it,
@@ -244,7 +253,7 @@ def _normalize_and_load(pipeline: Pipeline) -> Any:
     """
     try:
         info = pipeline.normalize()
-        pipeline.load()
+        loaded = pipeline.load()
     except Exception:
         if not pipeline.has_pending_data:
             log.warning(
@@ -253,7 +262,7 @@ def _normalize_and_load(pipeline: Pipeline) -> Any:
             )
             pipeline.drop()
         raise
-    return info
+    return info, loaded
 
 
 def _prune_state_history(pipeline: Pipeline, keep: int = 10) -> None:
@@ -303,7 +312,11 @@ class _Journal:
             self.clear()  # its package never landed: nothing to finish
             return None
         print("sync: finishing what the previous run left after its load ...", file=out)
-        removed = reconcile(pipeline, load_id, body.get("complete", []), body.get("mode", "hard"))
+        removed = replace_children(pipeline, load_id)
+        _add(
+            removed,
+            reconcile(pipeline, load_id, body.get("complete", []), body.get("mode", "hard")),
+        )
         self.clear()
         return removed
 

@@ -99,6 +99,9 @@ class Target:
             destination = dlt.destinations.duckdb(credentials=credentials)
         else:
             destination = self.destination
+        # the source yields Arrow tables; reconcile and replace_children need every row's
+        # load id, which dlt adds to Arrow rows only when asked
+        dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
         return dlt.pipeline(
             pipeline_name=self.pipeline_name,
             destination=destination,

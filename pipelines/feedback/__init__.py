@@ -30,6 +30,7 @@ from dlt.common.schema.typing import TTableSchemaColumns
 from dlt.extract.resource import DltResource
 
 from pipelines.feedback import shaping
+from pipelines.feedback.arrow import Tabulator
 from pipelines.feedback.context import SyncRun, idea_signature
 from pipelines.feedback.errors import ApiError
 from pipelines.feedback.paging import (
@@ -61,16 +62,17 @@ def feedback(full: bool = False, run: Any = None) -> list[DltResource]:
     """
     if run is None:
         run = SyncRun(load_settings(), full=full)
-    ideas = _ideas(run)
-    links = _links_by_type(run) if run.settings.integration_types else _links_by_idea(run, ideas)
+    pages = _idea_pages(run)
+    links = _links_by_type(run) if run.settings.integration_types else _links_by_idea(run, pages)
     return [
         _followers(run),
         _announcements(run),
-        _comments(run, ideas),
+        _comments(run, pages),
         _small_list(run, "topics", PageNumberPaginator),
         _small_list(run, "statuses", CursorPaginator),
         links,
-        ideas,
+        _ideas(run, pages),
+        pages,
     ]
 
 
@@ -85,28 +87,25 @@ def _columns(run: SyncRun, *, nullable_times: Iterable[str] = (), json: Iterable
     return columns
 
 
-def _merge(run: SyncRun, name: str, **columns: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "primary_key": "idx",
-        "write_disposition": "merge",
-        "columns": _columns(run, **columns),
-        "parallelized": True,
-    }
+def _merge(name: str) -> dict[str, Any]:
+    # columns and keys travel with each batch (``Tabulator``): the root table and its child
+    # tables have different ones
+    return {"name": name, "write_disposition": "merge", "parallelized": True}
 
 
 def _followers(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge(run, "followers"))
-    def followers() -> Iterator[list[Row]]:
+    @dlt.resource(**_merge("followers"))
+    def followers() -> Iterator[Any]:
         state = dlt.current.resource_state("followers")
         resume = None if run.full else state.get("after")
         paginator = CursorPaginator(run.settings.page_size, resume)
         chain = Chain("followers", "followers", paginator, {"include_attributes": "true"})
-        for page in walk(run.client, [chain], 1):
-            if page.items:
-                yield [shaping.follower(row) for row in page.items]
+        tables = Tabulator("followers", _columns(run))
+        for page in walk(run.client, [chain], 1, urgent=True):
+            yield from tables.add(shaping.follower(row) for row in page.items)
             if page.last:
                 state["after"] = paginator.resume
+        yield from tables.flush()
         if not paginator.resumed:
             run.mark_complete("followers")
 
@@ -114,8 +113,8 @@ def _followers(run: SyncRun) -> DltResource:
 
 
 def _announcements(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge(run, "announcements", nullable_times=["published_at"]))
-    def announcements() -> Iterator[list[Row]]:
+    @dlt.resource(**_merge("announcements"))
+    def announcements() -> Iterator[Any]:
         state = dlt.current.resource_state("announcements")
         saved = None if run.full else state.get("published_high_water")
         high = shaping.parse_timestamp(saved, "saved state") if saved else None
@@ -142,7 +141,8 @@ def _announcements(run: SyncRun) -> DltResource:
         # a post the service calls published but dated after this run started (a server
         # may say so of scheduled posts) must not move the window past posts not yet seen
         started = datetime.now(UTC)
-        for page in walk(run.client, chains, len(chains)):
+        tables = Tabulator("announcements", _columns(run, nullable_times=["published_at"]))
+        for page in walk(run.client, chains, len(chains), urgent=True):
             rows = []
             for row in page.items:
                 if seen is not None:
@@ -155,8 +155,8 @@ def _announcements(run: SyncRun) -> DltResource:
                     published = min(published, started)
                     newest = published if newest is None else max(newest, published)
                 rows.append(row)
-            if rows:
-                yield rows
+            yield from tables.add(rows)
+        yield from tables.flush()
         if newest is not None:
             state["published_high_water"] = newest.isoformat()
         if high is None:
@@ -183,8 +183,8 @@ def _per_idea(
     idea's saved cursor when ``resume``, and keeps ``{idea: [cursor, signature]}`` in state.
     """
 
-    @dlt.transformer(data_from=ideas, **_merge(run, resource, json=json))
-    def per_idea(ideas_page: list[Row] | Row) -> Iterator[list[Row]]:
+    @dlt.transformer(data_from=ideas, **_merge(resource))
+    def per_idea(ideas_page: list[Row] | Row) -> Iterator[Any]:
         state = dlt.current.resource_state(resource)
         if run.full:
             # a full run rebuilds the per-idea state: ideas gone at the source drop out
@@ -205,6 +205,8 @@ def _per_idea(
             cursor = entry[0] if entry is not None and resume and not run.full else None
             pages = paginator(run.settings.page_size, cursor)
             chains.append(Chain(resource, path, pages, {**filters, "idea_idx": idx}, idx, True))
+        # a transformer has no last call: each call yields all it fetched
+        tables = Tabulator(resource, _columns(run, json=json))
         for page in walk(run.client, chains, run.settings.max_concurrency):
             idx = page.chain.key
             assert idx is not None
@@ -212,11 +214,11 @@ def _per_idea(
                 known.pop(idx, None)
                 run.count_skipped(resource)
                 continue
-            if page.items:
-                yield [shape(row, idx) for row in page.items]
+            yield from tables.add(shape(row, idx) for row in page.items)
             if page.last:
                 saved = page.chain.paginator.resume if resume else None
                 known[idx] = [saved, signatures[idx]]
+        yield from tables.flush()
 
     return per_idea
 
@@ -252,8 +254,8 @@ def _links_by_idea(run: SyncRun, ideas: DltResource) -> DltResource:
 
 
 def _links_by_type(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge(run, "integration_links", json=["meta"]))
-    def integration_links() -> Iterator[list[Row]]:
+    @dlt.resource(**_merge("integration_links"))
+    def integration_links() -> Iterator[Any]:
         state = dlt.current.resource_state("integration_links")
         types = run.settings.integration_types
         saved: dict[str, str | None] = state.get("types", {})
@@ -269,12 +271,13 @@ def _links_by_type(run: SyncRun) -> DltResource:
             for t in types
         ]
         shape = shaping.plain("integration_links")
-        for page in walk(run.client, chains, run.settings.max_concurrency):
-            if page.items:
-                yield [shape(row) for row in page.items]
+        tables = Tabulator("integration_links", _columns(run, json=["meta"]))
+        for page in walk(run.client, chains, run.settings.max_concurrency, urgent=True):
+            yield from tables.add(shape(row) for row in page.items)
             if page.last:
                 assert page.chain.key is not None
                 cursors[page.chain.key] = page.chain.paginator.resume
+        yield from tables.flush()
         # types no longer configured drop out of the state
         state["types"] = cursors
         if not any(chain.paginator.resumed for chain in chains):
@@ -286,24 +289,39 @@ def _links_by_type(run: SyncRun) -> DltResource:
 def _small_list(run: SyncRun, name: str, paginator: type[Paginator]) -> DltResource:
     """Topics and statuses: read in full on every run (a few pages), so always complete."""
 
-    @dlt.resource(**_merge(run, name))
-    def small_list() -> Iterator[list[Row]]:
+    @dlt.resource(**_merge(name))
+    def small_list() -> Iterator[Any]:
         chain = Chain(name, name, paginator(run.settings.page_size))
         shape = shaping.plain(name)
-        for page in walk(run.client, [chain], 1):
-            if page.items:
-                yield [shape(row) for row in page.items]
+        tables = Tabulator(name, _columns(run))
+        for page in walk(run.client, [chain], 1, urgent=True):
+            yield from tables.add(shape(row) for row in page.items)
+        yield from tables.flush()
         run.mark_complete(name)
 
     return small_list
 
 
-def _ideas(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge(run, "ideas"))
-    def ideas() -> Iterator[list[Row]]:
+def _ideas(run: SyncRun, pages: DltResource) -> DltResource:
+    """The ``ideas`` table, from the pages of ideas the per-idea fan-out also reads."""
+
+    @dlt.transformer(data_from=pages, **_merge("ideas"))
+    def ideas(ideas_page: list[Row] | Row) -> Iterator[Any]:
+        tables = Tabulator("ideas", _columns(run))
+        yield from tables.add(_as_list(ideas_page))
+        yield from tables.flush()
+
+    return ideas
+
+
+def _idea_pages(run: SyncRun) -> DltResource:
+    """Pages of shaped ideas (not a table): fed to ``ideas``, ``comments`` and links."""
+
+    @dlt.resource(name="idea_pages", selected=False)
+    def idea_pages() -> Iterator[list[Row]]:
         paginator = CursorPaginator(run.settings.page_size)
         try:
-            for page in walk(run.client, [Chain("ideas", "ideas", paginator)], 1):
+            for page in walk(run.client, [Chain("ideas", "ideas", paginator)], 1, urgent=True):
                 if page.items:
                     yield [shaping.idea(row) for row in page.items]
         except ApiError as exc:
@@ -321,7 +339,7 @@ def _ideas(run: SyncRun) -> DltResource:
         run.ideas_endpoint = True
         run.mark_complete("ideas")
 
-    return ideas
+    return idea_pages
 
 
 def _discover_ideas(run: SyncRun) -> Iterator[list[Row]]:

@@ -51,6 +51,44 @@ MAX_RETRY_AFTER_SECONDS = 300.0
 Params = Mapping[str, str | int]
 
 
+class Slots:
+    """At most ``n`` requests in flight; an urgent request takes the next free slot first.
+
+    The lists read one page after another (followers, announcements, ...) are urgent: each
+    waits for its last page before asking for the next, so behind the per-idea fan-out's
+    queue they would crawl, and the longest of them would finish the run alone.
+    """
+
+    def __init__(self, n: int) -> None:
+        self._free = n
+        self._lock = threading.Lock()
+        self._urgent = threading.Condition(self._lock)
+        self._normal = threading.Condition(self._lock)
+        self._urgent_waiting = 0
+
+    def acquire(self, urgent: bool) -> None:
+        with self._lock:
+            if urgent:
+                self._urgent_waiting += 1
+                try:
+                    while self._free == 0:
+                        self._urgent.wait()
+                finally:
+                    self._urgent_waiting -= 1
+            else:
+                while self._free == 0 or self._urgent_waiting:
+                    self._normal.wait()
+            self._free -= 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._free += 1
+            if self._urgent_waiting:
+                self._urgent.notify()
+            else:
+                self._normal.notify()
+
+
 class RateLimiter:
     """Spaces requests ``1 / rate`` seconds apart across threads; ``pause`` holds everyone."""
 
@@ -128,7 +166,7 @@ class FeedbackClient:
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._limiter = RateLimiter(settings.requests_per_second)
-        self._slots = threading.BoundedSemaphore(settings.max_concurrency)
+        self._slots = Slots(settings.max_concurrency)
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         self._key_param: dict[str, str] = {}
         if settings.auth_method == "bearer":
@@ -173,11 +211,13 @@ class FeedbackClient:
         *,
         resource: str,
         check: Callable[[dict[str, Any]], str | None] | None = None,
+        urgent: bool = False,
     ) -> dict[str, Any]:
         """GETs ``path`` (relative to the base URL) and returns the JSON object it answered.
 
         ``check`` inspects a 2xx body and names what is wrong with its shape (or returns
-        None); a body that fails it is retried like a truncated one.
+        None); a body that fails it is retried like a truncated one. ``urgent`` requests
+        take the next free slot before the others (``Slots``).
 
         Raises:
             NotFound: the service answered 404.
@@ -187,7 +227,7 @@ class FeedbackClient:
         attempt = 0
         while True:
             try:
-                return self._attempt(path, params, resource, check)
+                return self._attempt(path, params, resource, check, urgent)
             except _Retryable as failure:
                 attempt += 1
                 if attempt > self.settings.max_retries:
@@ -237,13 +277,15 @@ class FeedbackClient:
         params: Params,
         resource: str,
         check: Callable[[dict[str, Any]], str | None] | None,
+        urgent: bool,
     ) -> dict[str, Any]:
         wait = self._limiter.reserve()
         if wait > 0:
             self._sleep(wait)
         query = {**params, **self._key_param}
         status: int | None = None
-        with self._slots:
+        self._slots.acquire(urgent)
+        try:
             try:
                 response = self._http.get(path.lstrip("/"), params=query)
                 status = response.status_code
@@ -254,6 +296,8 @@ class FeedbackClient:
                 raise _Retryable(None, f"connection failed ({type(exc).__name__})") from None
             finally:
                 self.stats.count(resource, status)
+        finally:
+            self._slots.release()
         return self._classify(response, body, path, params, resource, check)
 
     def _classify(

@@ -180,11 +180,14 @@ class Page:
     missing: bool = False
 
 
-def walk(client: FeedbackClient, chains: Iterable[Chain], concurrency: int) -> Iterator[Page]:
+def walk(
+    client: FeedbackClient, chains: Iterable[Chain], concurrency: int, *, urgent: bool = False
+) -> Iterator[Page]:
     """Walks every chain to its end, ``concurrency`` requests at a time; yields pages as done.
 
     Chains are drawn from ``chains`` lazily, so a long fan-out never sits in memory: at
-    most ``concurrency`` pages are in flight besides the one being consumed.
+    most ``concurrency`` pages are in flight besides the one being consumed. ``urgent``
+    (lists read page after page) puts the requests ahead of the fan-out's in the client.
     """
     pending = iter(chains)
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="feedback-fetch")
@@ -197,6 +200,7 @@ def walk(client: FeedbackClient, chains: Iterable[Chain], concurrency: int) -> I
             {**chain.filters, **params},
             resource=chain.resource,
             check=chain.paginator.check,
+            urgent=urgent,
         )
         inflight[future] = (chain, params)
 

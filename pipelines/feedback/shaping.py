@@ -1,9 +1,8 @@
-"""API objects to the rows that land: timestamps parsed, child rows keyed by their parent.
+"""API objects to the rows that land: timestamps parsed, awkward shapes made regular.
 
-dlt turns a list inside a row into a child table (``followers`` -> ``followers__companies``)
-linked by ``_dlt_parent_id``; these functions add the parent's idx to every child row
-(``follower_idx``, ``announcement_idx``, ``comment_idx``, ``idea_idx``) so analysts can join
-on the API's own keys, and reshape what would otherwise become arbitrary columns:
+The rows keep their lists (companies, categories, attachments, ...): ``arrow.Tabulator``
+turns each list into a child table keyed by the parent's idx. These functions reshape what
+would otherwise become arbitrary columns:
 
 - follower ``attributes`` -> ``followers__attributes`` rows of ``key``, ``value``
   (text: strings as they are, anything else as JSON) and ``value_type``;
@@ -68,18 +67,10 @@ def _where(resource: str, row: Row) -> Callable[[], str]:
 def follower(row: Row) -> Row:
     where = _where("followers", row)
     _stamp(row, _TIMES, where)
-    idx = row.get("idx")
     attributes = row.pop("attributes", None)
     if isinstance(attributes, dict):
         row["attributes"] = [
-            {"follower_idx": idx, "key": str(key), **_attribute_value(value)}
-            for key, value in attributes.items()
-        ]
-    companies = row.get("companies")
-    if isinstance(companies, list):
-        row["companies"] = [
-            {"follower_idx": idx, **company} if isinstance(company, dict) else company
-            for company in companies
+            {"key": str(key), **_attribute_value(value)} for key, value in attributes.items()
         ]
     return row
 
@@ -103,19 +94,10 @@ def _attribute_value(value: Any) -> Row:
 def announcement(row: Row) -> Row:
     where = _where("announcements", row)
     _stamp(row, (*_TIMES, "published_at"), where)
-    idx = row.get("idx")
-    for name in ("categories", "ideas"):
-        items = row.get(name)
-        if isinstance(items, list):
-            row[name] = [
-                {"announcement_idx": idx, **item} if isinstance(item, dict) else item
-                for item in items
-            ]
     reactions = row.pop("reaction_count", None)
     if isinstance(reactions, dict):
         row["reactions"] = [
-            {"announcement_idx": idx, "reaction": emoji, "count": count}
-            for emoji, count in reactions.items()
+            {"reaction": emoji, "count": count} for emoji, count in reactions.items()
         ]
     return row
 
@@ -127,13 +109,9 @@ def comment(row: Row, idea_idx: str) -> Row:
     idx = row.get("idx")
     attachments = row.get("attachments")
     if isinstance(attachments, list):
-        shaped = []
         for item in attachments:
             if isinstance(item, dict):
-                item = {"comment_idx": idx, **item}
                 _stamp(item, _TIMES, _where(f"comments {idx} attachment", item))
-            shaped.append(item)
-        row["attachments"] = shaped
     return row
 
 
@@ -151,5 +129,5 @@ def idea(row: Row) -> Row:
     _stamp(row, _TIMES, _where("ideas", row))
     topic_idxs = row.pop("topic_idxs", None)
     if isinstance(topic_idxs, list):
-        row["topics"] = [{"idea_idx": row.get("idx"), "topic_idx": t} for t in topic_idxs]
+        row["topics"] = [{"topic_idx": t} for t in topic_idxs]
     return row

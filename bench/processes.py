@@ -1,0 +1,143 @@
+"""What every benchmark needs: a sandbox in its own process, and a measured child process.
+
+A measured run is one child process, so its wall time, CPU time (user + system) and peak
+RSS come from the kernel (``os.wait4``) for that process alone, dlt's and DuckDB's threads
+included. Requests are counted by the sandbox's request log, not by the client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a measured child: no telemetry, the project importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DESTINATION__"))}
+    env.update(
+        RUNTIME__DLTHUB_TELEMETRY="false",
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+class Sandbox:
+    """``feedback-sync sandbox`` at a scale, as its own process on loopback."""
+
+    def __init__(self, scale: str, workdir: Path, api_key: str = "bench-key") -> None:
+        self.scale = scale
+        ready = workdir / f"sandbox-{scale}.json"
+        ready.unlink(missing_ok=True)
+        started = time.perf_counter()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pipelines.cli",
+                "sandbox",
+                "--port",
+                "0",
+                "--scale",
+                scale,
+                "--api-key",
+                api_key,
+                "--ready-file",
+                str(ready),
+            ],
+            cwd=ROOT,
+            env=child_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        while not ready.exists():
+            if self.process.poll() is not None:
+                err = self.process.stderr.read() if self.process.stderr else ""
+                raise RuntimeError(f"the {scale} sandbox exited: {err}")
+            time.sleep(0.05)
+        info = json.loads(ready.read_text())
+        self.seed_seconds = time.perf_counter() - started
+        self.base_url: str = info["base_url"]
+        self.api_key: str = info["api_key"]
+        self.root = self.base_url.removesuffix("/v1")
+        self._http = httpx.Client(base_url=f"{self.root}/_sandbox", timeout=600)
+
+    def control(self, method: str, path: str, body: Any = None) -> Any:
+        response = self._http.request(method, path, json=body)
+        response.raise_for_status()
+        return response.json()
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = self.control("GET", "/health")["counts"]
+        return counts
+
+    def set_latency(self, ms: float) -> None:
+        self.control("POST", "/settings", {"latency_ms": ms})
+
+    def mark(self) -> int:
+        """The request log's position; ``requests_since`` counts from here."""
+        seq: int = self.control("GET", "/requests?since=999999999999")["last_seq"]
+        return seq
+
+    def requests_since(self, seq: int) -> list[dict[str, Any]]:
+        """The API requests (``/v1``) served since ``seq``, the control routes left out."""
+        entries: list[dict[str, Any]] = self.control("GET", f"/requests?since={seq}")["requests"]
+        return [e for e in entries if e["path"].startswith("/v1/")]
+
+    def reset(self) -> None:
+        self.control("POST", "/reset", {})
+
+    def mutate(self, fraction: float, seed: int = 1) -> Any:
+        return self.control("POST", "/mutate", {"seed": seed, "fraction": fraction})
+
+    def stop(self) -> None:
+        self._http.close()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class Measured:
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    stdout: str
+
+
+def measure(argv: list[str], env: dict[str, str], cwd: Path) -> Measured:
+    """Runs ``argv`` to its end; raises with its output if it fails."""
+    out = cwd / ".bench-stdout"
+    err = cwd / ".bench-stderr"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(argv[:4])} ... exited {process.returncode}:\n"
+            f"{err.read_text()[-3000:]}{out.read_text()[-2000:]}"
+        )
+    return Measured(
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=usage.ru_maxrss / 1024,
+        stdout=out.read_text(),
+    )

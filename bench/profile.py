@@ -1,0 +1,120 @@
+"""Where a full sync spends its time: py-spy samples of one run, summed two ways.
+
+py-spy (a sampling profiler that reads the process from outside, so the run is not slowed
+by instrumentation) records every thread's stack 100 times a second, idle threads left out.
+The samples are summed by phase of the run (which dlt step or our own code is on the stack)
+and by the function at the top of the stack (where the CPU was), and rendered as Markdown.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from bench.processes import child_env
+
+RATE = 100
+
+# the first pattern found on a stack, from its leaf up, names the phase
+PHASES: list[tuple[str, tuple[str, ...]]] = [
+    ("Python imports (start-up)", ("importlib._bootstrap",)),
+    ("HTTP (httpx, sockets)", ("httpx/", "httpcore/", "h11/", "ssl.py", "socket.py")),
+    ("JSON decoding of answers", ("orjson", "json/decoder")),
+    ("shaping rows (pipelines/feedback/shaping.py)", ("feedback/shaping.py",)),
+    ("building Arrow tables (pipelines/feedback/arrow.py)", ("feedback/arrow.py",)),
+    ("DuckDB (loading, merging)", ("duckdb",)),
+    ("dlt normalize", ("dlt/normalize/",)),
+    ("dlt load", ("dlt/load/", "dlt/destinations/")),
+    ("dlt extract", ("dlt/extract/",)),
+    ("pyarrow / Parquet", ("pyarrow/",)),
+    ("our paging and client", ("feedback/paging.py", "feedback/client.py")),
+    (
+        "our sync, reconcile, export",
+        ("pipelines/sync.py", "pipelines/reconcile.py", "pipelines/export.py"),
+    ),
+]
+
+
+def _frames(stack: str) -> list[str]:
+    return stack.split(";")
+
+
+def _phase(frames: list[str]) -> str:
+    for frame in reversed(frames):
+        for name, patterns in PHASES:
+            if any(p in frame for p in patterns):
+                return name
+    return "other (imports, dlt set-up, interpreter)"
+
+
+def _leaf(frames: list[str]) -> str:
+    leaf = frames[-1]
+    # "function (path/to/module.py:123)" -> "function (module.py)"
+    if " (" in leaf:
+        name, where = leaf.split(" (", 1)
+        where = where.rstrip(")").rsplit(":", 1)[0]
+        parts = where.split("/")
+        short = "/".join(parts[-2:]) if len(parts) > 1 else where
+        return f"{name} ({short})"
+    return leaf
+
+
+def summarize(raw: str, top: int = 12) -> tuple[Counter[str], Counter[str], int]:
+    phases: Counter[str] = Counter()
+    leaves: Counter[str] = Counter()
+    total = 0
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = _frames(stack)
+        # py-spy's first frame names the process and thread; drop it
+        if frames and frames[0].startswith(("process ", "thread ")):
+            frames = frames[1:]
+        if frames and frames[0].startswith(("process ", "thread ")):
+            frames = frames[1:]
+        if not frames:
+            continue
+        phases[_phase(frames)] += n
+        leaves[_leaf(frames)] += n
+        total += n
+    return phases, Counter(dict(leaves.most_common(top))), total
+
+
+def render(phases: Counter[str], leaves: Counter[str], total: int, wall_s: float) -> str:
+    lines = [
+        f"Profile of one full sync -> DuckDB (py-spy, {RATE} samples/s per busy thread, "
+        f"{total:,} samples, {wall_s:.0f} s wall; "
+        f"a sample is {1000 // RATE} ms of one thread holding the GIL):",
+        "",
+        "| phase (innermost match on the stack) | samples | share |",
+        "|---|---|---|",
+    ]
+    for name, n in phases.most_common():
+        lines.append(f"| {name} | {n:,} | {n / total:.0%} |")
+    lines += ["", "| busiest functions (top of the stack) | samples | share |", "|---|---|---|"]
+    for name, n in leaves.most_common():
+        lines.append(f"| `{name}` | {n:,} | {n / total:.0%} |")
+    return "\n".join(lines)
+
+
+def full_sync(sandbox: object, workdir: Path, env: dict[str, str]) -> str:
+    """Profiles a full sync into an empty DuckDB under py-spy; the summary as Markdown."""
+    import time
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = workdir / "profile.txt"
+    py_spy = Path(sys.executable).parent / "py-spy"
+    argv = [str(py_spy), "record", "--subprocesses", "--rate", str(RATE), "--format", "raw"]
+    argv += ["--nonblocking", "--output", str(out), "--"]
+    argv += [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=workdir, env=child_env(**env), capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0 or not out.exists():
+        return f"Profile: py-spy failed ({done.returncode}): {done.stderr.strip()[-500:]}"
+    phases, leaves, total = summarize(out.read_text())
+    return render(phases, leaves, total, wall)

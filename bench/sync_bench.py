@@ -1,0 +1,491 @@
+"""The sync against the raw API limit and against dlt's generic ``rest_api`` source.
+
+For each data scale (``medium`` = 1x and ``large`` = 4x by default) a sandbox runs in its own
+process on loopback, and these run one after another, each as its own measured process:
+
+1. **full sync -> DuckDB** (``feedback-sync sync`` into an empty warehouse);
+2. **raw fetch**: a minimal httpx client replays every request that full sync made (from
+   the sandbox's request log) with the same bound on requests in flight, and discards the
+   bodies: the floor;
+3. **full sync -> Parquet**;
+4. **peer**: dlt's ``rest_api`` source, configured declaratively, into DuckDB;
+5. **normal sync -> DuckDB** after the sandbox changed 1% of its data (seeded).
+
+Then the same again with ``--latency-ms`` (20) added to every request, at the smallest
+scale (``--latency-scales``). Each run reports wall time, CPU time, peak RSS, rows landed,
+requests (the sandbox's count) and rows per second, and the targets are computed as ratios
+of runs from this one invocation. Writes ``bench/RESULTS.md`` (the part between the markers;
+the analysis written around it stays).
+
+    ./run bench sync [--scales medium,large] [--latency-ms 20] [--latency-scales medium]
+                     [--peer-scales medium|none] [--profile] [--output bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from bench import profile
+from bench.processes import ROOT, Sandbox, child_env, measure
+
+RESULTS = Path(__file__).parent / "RESULTS.md"
+BEGIN = "<!-- bench:begin (written by ./run bench sync; edits inside are overwritten) -->"
+END = "<!-- bench:end -->"
+CONCURRENCY = 8  # the sync's default max_concurrency; the raw fetch uses the same
+CHANGE = 0.01
+
+# targets: (label, run measured, run compared with, limit, kind)
+FULL_VS_RAW = 1.5
+PEER_FACTOR = 3.0
+CHANGE_SHARE = 0.10
+MEMORY_GROWTH = 1.20
+
+
+@dataclass
+class Run:
+    scale: str
+    latency_ms: float
+    name: str
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    rows: int | None
+    requests: int
+
+    @property
+    def rows_per_s(self) -> float | None:
+        return self.rows / self.wall_s if self.rows is not None and self.wall_s > 0 else None
+
+
+SUMMARY_ROW = re.compile(r"^\s+(\w+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s*$")
+
+
+def rows_loaded(summary: str) -> int:
+    """The sum of the ``loaded`` column of the sync's closing summary."""
+    total = 0
+    seen = False
+    for line in summary.splitlines():
+        match = SUMMARY_ROW.match(line)
+        if match:
+            total += int(match.group(2).replace(",", ""))
+            seen = True
+    if not seen:
+        raise RuntimeError(f"no table summary in the sync's output:\n{summary[-2000:]}")
+    return total
+
+
+def parquet_rows(folder: Path) -> int:
+    return sum(pq.ParquetFile(path).metadata.num_rows for path in folder.glob("*.parquet"))
+
+
+class Bench:
+    def __init__(
+        self, workdir: Path, peer_scales: list[str], progress: Callable[[str], None]
+    ) -> None:
+        self.workdir = workdir
+        self.peer_scales = peer_scales
+        self.say = progress
+        self.runs: list[Run] = []
+        self.seeds: dict[str, float] = {}
+
+    def _measured(
+        self, sandbox: Sandbox, latency: float, name: str, argv: list[str], cwd: Path, **env: str
+    ) -> tuple[Run, str]:
+        self.say(f"  {sandbox.scale}, +{latency:g} ms: {name} ...")
+        mark = sandbox.mark()
+        result = measure(argv, child_env(**env), cwd)
+        requests = len(sandbox.requests_since(mark))
+        run = Run(
+            sandbox.scale,
+            latency,
+            name,
+            result.wall_s,
+            result.cpu_s,
+            result.peak_rss_mb,
+            None,
+            requests,
+        )
+        return run, result.stdout
+
+    def _sync_env(self, sandbox: Sandbox) -> dict[str, str]:
+        return {
+            "SOURCES__FEEDBACK__BASE_URL": sandbox.base_url,
+            "SOURCES__FEEDBACK__API_KEY": sandbox.api_key,
+        }
+
+    def _sync(self, sandbox: Sandbox, latency: float, name: str, cwd: Path, *args: str) -> Run:
+        argv = [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
+        run, stdout = self._measured(
+            sandbox, latency, name, argv + list(args), cwd, **self._sync_env(sandbox)
+        )
+        run.rows = rows_loaded(stdout)
+        self._done(run)
+        return run
+
+    def _done(self, run: Run) -> None:
+        self.runs.append(run)
+        rows = f"{run.rows:,} rows, " if run.rows is not None else ""
+        self.say(
+            f"    {run.wall_s:.1f} s wall, {run.cpu_s:.1f} s CPU, {run.peak_rss_mb:,.0f} MB peak, "
+            f"{rows}{run.requests:,} requests"
+        )
+
+    def one_pass(self, sandbox: Sandbox, latency: float, parquet: bool) -> None:
+        here = self.workdir / f"{sandbox.scale}-{latency:g}ms"
+        shutil.rmtree(here, ignore_errors=True)
+        (here / "duckdb").mkdir(parents=True)
+        sandbox.set_latency(latency)
+
+        mark = sandbox.mark()
+        self._sync(sandbox, latency, "full sync -> DuckDB", here / "duckdb")
+        urls = here / "urls.txt"
+        entries = sandbox.requests_since(mark)
+        urls.write_text(
+            "\n".join(e["path"] + ("?" + e["query"] if e["query"] else "") for e in entries) + "\n"
+        )
+
+        run, stdout = self._measured(
+            sandbox,
+            latency,
+            "raw fetch (floor)",
+            [
+                sys.executable,
+                "-m",
+                "bench.raw_fetch",
+                "--root",
+                sandbox.root,
+                "--api-key",
+                sandbox.api_key,
+                "--urls",
+                str(urls),
+                "--concurrency",
+                str(CONCURRENCY),
+            ],
+            here,
+        )
+        self._done(run)
+
+        if parquet:
+            (here / "parquet").mkdir()
+            self._sync(
+                sandbox,
+                latency,
+                "full sync -> Parquet",
+                here / "parquet",
+                "--destination",
+                "parquet",
+            )
+
+        if sandbox.scale in self.peer_scales:
+            (here / "peer").mkdir()
+            run, stdout = self._measured(
+                sandbox,
+                latency,
+                "peer: dlt rest_api -> DuckDB",
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.peer",
+                    "--base-url",
+                    sandbox.base_url,
+                    "--api-key",
+                    sandbox.api_key,
+                    "--db",
+                    "peer.duckdb",
+                    "--pipelines-dir",
+                    "pipelines",
+                ],
+                here / "peer",
+            )
+            run.rows = int(json.loads(stdout.strip().splitlines()[-1])["rows"])
+            self._done(run)
+
+        changed = sandbox.mutate(CHANGE)
+        self.say(f"    changed {CHANGE:.0%} at the sandbox: {_changes(changed)}")
+        self._sync(sandbox, latency, "normal sync after 1% change", here / "duckdb")
+
+
+def _changes(changed: dict[str, dict[str, list[str]]]) -> str:
+    total = {k: sum(len(c[k]) for c in changed.values()) for k in ("created", "updated", "deleted")}
+    return ", ".join(f"{v:,} {k}" for k, v in total.items())
+
+
+def _versions() -> str:
+    names = ("dlt", "duckdb", "pyarrow", "httpx", "uvicorn", "starlette")
+    return ", ".join(f"{name} {version(name)}" for name in names)
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True
+        )
+        return out.stdout.strip() + (" (uncommitted changes)" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0))
+
+
+def _find(runs: list[Run], scale: str, latency: float, name: str) -> Run | None:
+    for run in runs:
+        if run.scale == scale and run.latency_ms == latency and run.name.startswith(name):
+            return run
+    return None
+
+
+@dataclass
+class Target:
+    label: str
+    value: float | None
+    limit: str
+    met: bool | None
+    detail: str
+
+
+def _ratio(
+    label: str, a: Run, b: Run, limit: float, at_most: bool, detail: str = "", strict: bool = False
+) -> Target:
+    if label.startswith("peak RSS"):
+        ratio = a.peak_rss_mb / b.peak_rss_mb
+        shown = f"{a.peak_rss_mb:,.0f} MB / {b.peak_rss_mb:,.0f} MB"
+    else:
+        ratio = a.wall_s / b.wall_s
+        shown = f"{a.wall_s:.1f} s / {b.wall_s:.1f} s"
+    if at_most:
+        met, sign = (ratio < limit, "<") if strict else (ratio <= limit, "<=")
+    else:
+        met, sign = ratio >= limit, ">="
+    return Target(label, ratio, f"{sign} {limit}", met, shown + detail)
+
+
+def targets(runs: list[Run], scales: list[str]) -> list[Target]:
+    """Every target, computed from the runs of this invocation, at every scale and latency."""
+    out: list[Target] = []
+    passes = sorted(
+        {(r.scale, r.latency_ms) for r in runs}, key=lambda p: (p[1], scales.index(p[0]))
+    )
+    for scale, latency in passes:
+        where = f"{scale}, +{latency:g} ms"
+        full = _find(runs, scale, latency, "full sync -> DuckDB")
+        raw = _find(runs, scale, latency, "raw fetch")
+        parquet = _find(runs, scale, latency, "full sync -> Parquet")
+        peer = _find(runs, scale, latency, "peer")
+        normal = _find(runs, scale, latency, "normal sync")
+        if full and raw:
+            label = f"full sync (DuckDB) / raw fetch, {where}"
+            out.append(_ratio(label, full, raw, FULL_VS_RAW, True))
+        if parquet and raw:
+            label = f"full sync (Parquet) / raw fetch, {where}"
+            out.append(_ratio(label, parquet, raw, FULL_VS_RAW, True))
+        if full and peer:
+            label = f"peer / full sync (DuckDB), {where}"
+            out.append(_ratio(label, peer, full, PEER_FACTOR, False))
+        if full and normal:
+            label = f"normal sync after 1% / full sync, {where}"
+            requests = f"; requests {normal.requests:,} / {full.requests:,}"
+            out.append(_ratio(label, normal, full, CHANGE_SHARE, True, requests, strict=True))
+    if len(scales) >= 2:
+        small, big = scales[0], scales[-1]
+        for name in ("full sync -> DuckDB", "full sync -> Parquet", "normal sync"):
+            a, b = _find(runs, big, 0, name), _find(runs, small, 0, name)
+            if a and b:
+                label = f"peak RSS of {name}, {big} / {small}"
+                out.append(_ratio(label, a, b, MEMORY_GROWTH, True, strict=True))
+    return out
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def render(
+    runs: list[Run],
+    scales: list[str],
+    counts: dict[str, dict[str, int]],
+    seeds: dict[str, float],
+    argv: list[str],
+    profiled: str | None,
+) -> str:
+    lines = [
+        BEGIN,
+        "",
+        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {_commit()}",
+        f"- machine: {platform.machine()}, Linux {platform.release()}, {_cores()} cores, "
+        f"Python {platform.python_version()}",
+        f"- versions: {_versions()}",
+        f"- reproduce: `./run bench sync {' '.join(argv)}`".replace(" `", "`", 0),
+        "- the sandbox is one uvicorn process on loopback, on the same machine; "
+        "every run is its own process, one at a time",
+        f"- the sync and the raw fetch keep at most {CONCURRENCY} requests in flight; "
+        "the peer runs as dlt's defaults make it (one request at a time)",
+        "",
+        "| scale | data | sandbox seeding |",
+        "|---|---|---|",
+    ]
+    for scale in scales:
+        c = counts.get(scale, {})
+        data = ", ".join(f"{k} {v:,}" for k, v in c.items())
+        lines.append(f"| {scale} | {data} | {seeds.get(scale, 0):.1f} s |")
+    lines += [
+        "",
+        "| scale | added latency | run | wall (s) | CPU (s) | peak RSS (MB) | rows landed "
+        "| requests | rows/s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        lines.append(
+            f"| {run.scale} | {run.latency_ms:g} ms | {run.name} | {run.wall_s:.1f} "
+            f"| {run.cpu_s:.1f} | {run.peak_rss_mb:,.0f} "
+            f"| {'-' if run.rows is None else f'{run.rows:,}'} | {run.requests:,} | "
+            f"{_fmt(run.rows_per_s, 0)} |"
+        )
+    lines += [
+        "",
+        "Targets, as ratios of the runs above:",
+        "",
+        "| target | ratio | limit | met | from |",
+        "|---|---|---|---|---|",
+    ]
+    for t in targets(runs, scales):
+        met = "-" if t.met is None else ("yes" if t.met else "**no**")
+        lines.append(f"| {t.label} | {_fmt(t.value, 2)} | {t.limit} | {met} | {t.detail} |")
+    if profiled:
+        lines += ["", profiled]
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def write_results(path: Path, block: str) -> None:
+    """Replaces the measured block of ``path``, keeping what is written around it."""
+    if path.exists():
+        text = path.read_text()
+        if BEGIN in text and END in text:
+            head, rest = text.split(BEGIN, 1)
+            _, tail = rest.split(END, 1)
+            path.write_text(head + block + tail)
+            return
+    path.write_text(
+        "# Benchmarks: the sync against the raw fetch and the generic peer\n\n" + block + "\n"
+    )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="./run bench sync",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--scales",
+        default="medium,large",
+        help="data scales, smallest first (default medium,large)",
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=20.0,
+        help="added latency of the extra pass (default 20)",
+    )
+    parser.add_argument(
+        "--latency-scales",
+        default=None,
+        help="scales that also run with added latency (default: the first)",
+    )
+    parser.add_argument(
+        "--peer-scales",
+        default=None,
+        help="scales the peer runs at (default: the first; at medium it already peaks near "
+        "12 GB, so large would not fit a 24 GB machine); 'none' skips it",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile a full sync at the last scale with py-spy",
+    )
+    parser.add_argument(
+        "--output", default=str(RESULTS), help="the results file (default bench/RESULTS.md)"
+    )
+    parser.add_argument("--workdir", help="keep the runs' files here (default: a temporary folder)")
+    args = parser.parse_args(argv)
+
+    from sandbox.seed import SCALES
+
+    scales = [s.strip() for s in args.scales.split(",") if s.strip()]
+    latency_scales = [s.strip() for s in (args.latency_scales or scales[0]).split(",") if s.strip()]
+    peer_arg = args.peer_scales or scales[0]
+    peer_scales = [] if peer_arg == "none" else [s.strip() for s in peer_arg.split(",")]
+    unknown = [s for s in scales + latency_scales + peer_scales if s not in SCALES]
+    if unknown or not scales:
+        parser.error(f"unknown scale(s) {unknown}; known: {', '.join(SCALES)}")
+    if args.latency_ms < 0:
+        parser.error("--latency-ms must not be negative")
+
+    workdir = (
+        Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="feedback-bench-"))
+    )
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    bench = Bench(workdir, peer_scales, progress=lambda line: print(line, flush=True))
+    counts: dict[str, dict[str, int]] = {}
+    profiled: str | None = None
+    try:
+        for scale in scales:
+            print(f"{scale}: seeding the sandbox ...", flush=True)
+            sandbox = Sandbox(scale, workdir)
+            try:
+                bench.seeds[scale] = sandbox.seed_seconds
+                counts[scale] = sandbox.counts()
+                bench.one_pass(sandbox, 0.0, parquet=True)
+                if scale in latency_scales and args.latency_ms > 0:
+                    sandbox.reset()
+                    bench.one_pass(sandbox, args.latency_ms, parquet=False)
+                if args.profile and scale == scales[-1]:
+                    sandbox.reset()
+                    sandbox.set_latency(0)
+                    print(f"  {scale}: profiling a full sync -> DuckDB with py-spy ...", flush=True)
+                    profiled = profile.full_sync(
+                        sandbox, workdir / f"{scale}-profile", bench._sync_env(sandbox)
+                    )
+            finally:
+                sandbox.stop()
+    finally:
+        if not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    block = render(bench.runs, scales, counts, bench.seeds, argv, profiled)
+    write_results(Path(args.output), block)
+    print(
+        f"\nbench: {len(bench.runs)} runs in {time.perf_counter() - started:.0f} s; "
+        f"wrote {args.output}"
+    )
+    for t in targets(bench.runs, scales):
+        met = "met" if t.met else "MISSED"
+        print(f"  {t.label}: {_fmt(t.value, 2)} ({t.limit}): {met}")
+    return 0
