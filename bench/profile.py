@@ -1,7 +1,9 @@
 """Where a full sync spends its time: py-spy samples of one run, summed two ways.
 
 py-spy (a sampling profiler that reads the process from outside, so the run is not slowed
-by instrumentation) records every thread's stack 100 times a second, idle threads left out.
+by instrumentation) records the stack of the thread holding the GIL 100 times a second
+(``--gil``): where the Python process spends the CPU that caps it, since the client runs
+its Python on one core at a time. Native work that releases the GIL is not counted.
 The samples are summed by phase of the run (which dlt step or our own code is on the stack)
 and by the function at the top of the stack (where the CPU was), and rendered as Markdown.
 """
@@ -88,7 +90,8 @@ def render(phases: Counter[str], leaves: Counter[str], total: int, wall_s: float
     lines = [
         f"Profile of one full sync -> DuckDB (py-spy, {RATE} samples/s per busy thread, "
         f"{total:,} samples, {wall_s:.0f} s wall; "
-        f"a sample is {1000 // RATE} ms of one thread holding the GIL):",
+        f"a sample is {1000 // RATE} ms of one thread holding the GIL; "
+        "native work that releases it, DuckDB's among it, is not counted):",
         "",
         "| phase (innermost match on the stack) | samples | share |",
         "|---|---|---|",
@@ -108,7 +111,8 @@ def full_sync(sandbox: object, workdir: Path, env: dict[str, str]) -> str:
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "profile.txt"
     py_spy = Path(sys.executable).parent / "py-spy"
-    argv = [str(py_spy), "record", "--subprocesses", "--rate", str(RATE), "--format", "raw"]
+    argv = [str(py_spy), "record", "--gil", "--subprocesses", "--rate", str(RATE)]
+    argv += ["--format", "raw"]
     argv += ["--nonblocking", "--output", str(out), "--"]
     argv += [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
     started = time.perf_counter()

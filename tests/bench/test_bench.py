@@ -1,0 +1,122 @@
+"""The benchmark command cannot rot: a run at ``tiny``, and its arithmetic on known figures.
+
+Nothing here asserts a time: the figures of a ``tiny`` run are start-up costs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.profile import summarize
+from bench.sync_bench import BEGIN, END, Run, rows_loaded, targets, write_results
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = (
+    "full sync -> DuckDB",
+    "raw fetch (floor)",
+    "full sync -> Parquet",
+    "peer: dlt rest_api -> DuckDB",
+    "normal sync after 1% change",
+)
+
+
+def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) -> None:
+    output = tmp_path / "RESULTS.md"
+    output.write_text(f"# Mine\n\nkept above\n\n{BEGIN}\nold figures\n{END}\n\nkept below\n")
+    command = [sys.executable, "-m", "bench", "sync", "--scales", "tiny", "--latency-ms", "5"]
+    command += ["--output", str(output), "--workdir", str(tmp_path / "work")]
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    text = output.read_text()
+    assert text.startswith("# Mine\n\nkept above") and text.rstrip().endswith("kept below")
+    assert "old figures" not in text
+    # the runs' table (the data table above it also starts with the scale)
+    rows = [
+        line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 10
+    ]
+    assert len(rows) == 9
+    for latency in ("0 ms", "5 ms"):
+        names = [row.split(" | ")[2] for row in rows if f"| {latency} |" in row]
+        expected = [n for n in RUNS if latency == "0 ms" or "Parquet" not in n]
+        assert names == expected, latency
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        wall, cpu, rss, landed, requests = cells[3:8]
+        assert float(wall) > 0 and float(cpu) > 0 and float(rss.replace(",", "")) > 20
+        assert int(requests.replace(",", "")) > 0
+        assert landed == "-" if cells[2].startswith("raw") else int(landed.replace(",", "")) > 0
+    # the floor replays exactly the full sync's requests
+    by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[7] for r in rows}
+    assert by_name[("0 ms", "raw fetch (floor)")] == by_name[("0 ms", "full sync -> DuckDB")]
+    assert "| full sync (DuckDB) / raw fetch, tiny, +0 ms |" in text
+    assert "| peer / full sync (DuckDB), tiny, +5 ms |" in text
+
+
+def _run(name: str, wall: float, rss: float = 100.0, scale: str = "medium") -> Run:
+    return Run(scale, 0.0, name, wall, wall, rss, 10, 10)
+
+
+def test_targets_are_ratios_of_the_same_run() -> None:
+    runs = [
+        _run("full sync -> DuckDB", 30.0, 500.0),
+        _run("raw fetch (floor)", 20.0),
+        _run("peer: dlt rest_api -> DuckDB", 89.0),
+        _run("normal sync after 1% change", 3.0),
+        _run("full sync -> DuckDB", 120.0, 590.0, "large"),
+    ]
+    found = {t.label: t for t in targets(runs, ["medium", "large"])}
+    full = found["full sync (DuckDB) / raw fetch, medium, +0 ms"]
+    assert full.value == 1.5 and full.met is True
+    peer = found["peer / full sync (DuckDB), medium, +0 ms"]
+    assert round(peer.value or 0, 2) == 2.97 and peer.met is False
+    change = found["normal sync after 1% / full sync, medium, +0 ms"]
+    assert change.value == 0.1 and change.met is False  # "under 10%" is strict
+    memory = found["peak RSS of full sync -> DuckDB, large / medium"]
+    assert memory.value == 1.18 and memory.met is True
+
+
+def test_write_results_creates_the_file_when_missing(tmp_path: Path) -> None:
+    path = tmp_path / "R.md"
+    write_results(path, f"{BEGIN}\nfigures\n{END}")
+    assert "figures" in path.read_text() and path.read_text().startswith("# ")
+
+
+def test_rows_loaded_sums_the_summary_and_refuses_an_output_without_one() -> None:
+    summary = (
+        "sync into DuckDB x finished in 1.0s: 3 requests (0 retried)\n"
+        "  table          loaded         removed         now\n"
+        "  followers       1,200               0       1,200\n"
+        "  followers__attributes  30           2          28\n"
+    )
+    assert rows_loaded(summary) == 1230
+    try:
+        rows_loaded("sync: error")
+    except RuntimeError as exc:
+        assert "no table summary" in str(exc)
+    else:
+        raise AssertionError("no error")
+
+
+def test_profile_sums_samples_by_phase_and_by_function() -> None:
+    raw = "\n".join(
+        [
+            'process 1:"python";thread 0x1;walk (pipelines/feedback/paging.py:10);'
+            "get (httpx/_client.py:5) 30",
+            'process 1:"python";thread 0x1;arrow (pipelines/feedback/arrow.py:3) 10',
+            'process 1:"python";thread 0x2;run (dlt/normalize/normalize.py:1) 5',
+        ]
+    )
+    phases, leaves, total = summarize(raw)
+    assert total == 45
+    assert phases["HTTP (httpx, sockets)"] == 30
+    assert phases["building Arrow tables (pipelines/feedback/arrow.py)"] == 10
+    assert phases["dlt normalize"] == 5
+    assert leaves.most_common(1) == [("get (httpx/_client.py)", 30)]
