@@ -11,7 +11,6 @@ grew with the store's size would show as a falling ratio.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -25,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+
+from bench.processes import Sandbox
 
 RESULTS = Path(__file__).parent / "RESULTS-sandbox.md"
 
@@ -40,34 +41,6 @@ class Measurement:
     wrk_p50_ms: str
     wrk_p99_ms: str
     hot_pages_per_second: float
-
-
-def _start(scale: str, workdir: Path) -> tuple[subprocess.Popen[str], str, str, float]:
-    ready = workdir / f"ready-{scale}.json"
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pipelines.cli",
-            "sandbox",
-            "--port",
-            "0",
-            "--scale",
-            scale,
-            "--ready-file",
-            str(ready),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    while not ready.exists():
-        if process.poll() is not None:
-            raise RuntimeError(f"sandbox exited: {process.stderr.read() if process.stderr else ''}")
-        time.sleep(0.05)
-    info = json.loads(ready.read_text())
-    return process, info["base_url"], info["api_key"], time.perf_counter() - started
 
 
 def _walk(base_url: str, api_key: str) -> tuple[list[str], int, float]:
@@ -141,7 +114,8 @@ def main(argv: list[str]) -> int:
     results: list[Measurement] = []
     with tempfile.TemporaryDirectory() as tmp:
         for scale in args.scales.split(","):
-            process, base_url, api_key, seeded = _start(scale, Path(tmp))
+            sandbox = Sandbox(scale, Path(tmp))
+            base_url, api_key, seeded = sandbox.base_url, sandbox.api_key, sandbox.seed_seconds
             try:
                 cursors, total, walk_rate = _walk(base_url, api_key)
                 rate, p50, p99 = _wrk(
@@ -152,8 +126,7 @@ def main(argv: list[str]) -> int:
                     base_url, api_key, cursors[:19], args.seconds, args.connections, Path(tmp)
                 )
             finally:
-                process.terminate()
-                process.wait(timeout=30)
+                sandbox.stop()
             results.append(
                 Measurement(scale, total, seeded, len(cursors) + 1, walk_rate, rate, p50, p99, hot)
             )
