@@ -83,6 +83,13 @@ class Sandbox:
         counts: dict[str, int] = self.control("GET", "/health")["counts"]
         return counts
 
+    def sync_env(self) -> dict[str, str]:
+        """The environment that points a sync at this sandbox."""
+        return {
+            "SOURCES__FEEDBACK__BASE_URL": self.base_url,
+            "SOURCES__FEEDBACK__API_KEY": self.api_key,
+        }
+
     def set_latency(self, ms: float) -> None:
         self.control("POST", "/settings", {"latency_ms": ms})
 
@@ -129,6 +136,7 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path) -> Measured:
         process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
+    # wait4 reaped the child; Popen must know, or it would wait for it again
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise RuntimeError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -37,10 +38,6 @@ PHASES: list[tuple[str, tuple[str, ...]]] = [
         ("pipelines/sync.py", "pipelines/reconcile.py", "pipelines/export.py"),
     ),
 ]
-
-
-def _frames(stack: str) -> list[str]:
-    return stack.split(";")
 
 
 def _phase(frames: list[str]) -> str:
@@ -72,11 +69,9 @@ def summarize(raw: str, top: int = 12) -> tuple[Counter[str], Counter[str], int]
         if not stack or not count.isdigit():
             continue
         n = int(count)
-        frames = _frames(stack)
-        # py-spy's first frame names the process and thread; drop it
-        if frames and frames[0].startswith(("process ", "thread ")):
-            frames = frames[1:]
-        if frames and frames[0].startswith(("process ", "thread ")):
+        # py-spy's first frames name the process and the thread; drop them
+        frames = stack.split(";")
+        while frames and frames[0].startswith(("process ", "thread ")):
             frames = frames[1:]
         if not frames:
             continue
@@ -104,10 +99,8 @@ def render(phases: Counter[str], leaves: Counter[str], total: int, wall_s: float
     return "\n".join(lines)
 
 
-def full_sync(sandbox: object, workdir: Path, env: dict[str, str]) -> str:
+def full_sync(workdir: Path, env: dict[str, str]) -> str:
     """Profiles a full sync into an empty DuckDB under py-spy; the summary as Markdown."""
-    import time
-
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / "profile.txt"
     py_spy = Path(sys.executable).parent / "py-spy"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import shutil
@@ -37,8 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
-
-import pyarrow.parquet as pq
+from typing import Any
 
 from bench import profile
 from bench.processes import ROOT, Sandbox, child_env, measure
@@ -48,6 +48,13 @@ BEGIN = "<!-- bench:begin (written by ./run bench sync; edits inside are overwri
 END = "<!-- bench:end -->"
 CONCURRENCY = 8  # the sync's default max_concurrency; the raw fetch uses the same
 CHANGE = 0.01
+
+# the runs of one pass, by name
+FULL_DUCKDB = "full sync -> DuckDB"
+RAW = "raw fetch (floor)"
+FULL_PARQUET = "full sync -> Parquet"
+PEER = "peer: dlt rest_api -> DuckDB"
+NORMAL = "normal sync after 1% change"
 
 # targets: (label, run measured, run compared with, limit, kind)
 FULL_VS_RAW = 1.5
@@ -89,10 +96,6 @@ def rows_loaded(summary: str) -> int:
     return total
 
 
-def parquet_rows(folder: Path) -> int:
-    return sum(pq.ParquetFile(path).metadata.num_rows for path in folder.glob("*.parquet"))
-
-
 class Bench:
     def __init__(
         self, workdir: Path, peer_scales: list[str], progress: Callable[[str], None]
@@ -105,11 +108,12 @@ class Bench:
 
     def _measured(
         self, sandbox: Sandbox, latency: float, name: str, argv: list[str], cwd: Path, **env: str
-    ) -> tuple[Run, str]:
+    ) -> tuple[Run, str, list[dict[str, Any]]]:
+        """The run, its standard output, and the API requests it made (the sandbox's log)."""
         self.say(f"  {sandbox.scale}, +{latency:g} ms: {name} ...")
         mark = sandbox.mark()
         result = measure(argv, child_env(**env), cwd)
-        requests = len(sandbox.requests_since(mark))
+        requests = sandbox.requests_since(mark)
         run = Run(
             sandbox.scale,
             latency,
@@ -118,24 +122,21 @@ class Bench:
             result.cpu_s,
             result.peak_rss_mb,
             None,
-            requests,
+            len(requests),
         )
-        return run, result.stdout
+        return run, result.stdout, requests
 
-    def _sync_env(self, sandbox: Sandbox) -> dict[str, str]:
-        return {
-            "SOURCES__FEEDBACK__BASE_URL": sandbox.base_url,
-            "SOURCES__FEEDBACK__API_KEY": sandbox.api_key,
-        }
-
-    def _sync(self, sandbox: Sandbox, latency: float, name: str, cwd: Path, *args: str) -> Run:
+    def _sync(
+        self, sandbox: Sandbox, latency: float, name: str, cwd: Path, *args: str
+    ) -> list[dict[str, Any]]:
+        """A measured sync; the requests it made."""
         argv = [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
-        run, stdout = self._measured(
-            sandbox, latency, name, argv + list(args), cwd, **self._sync_env(sandbox)
+        run, stdout, requests = self._measured(
+            sandbox, latency, name, argv + list(args), cwd, **sandbox.sync_env()
         )
         run.rows = rows_loaded(stdout)
         self._done(run)
-        return run
+        return requests
 
     def _done(self, run: Run) -> None:
         self.runs.append(run)
@@ -151,18 +152,16 @@ class Bench:
         (here / "duckdb").mkdir(parents=True)
         sandbox.set_latency(latency)
 
-        mark = sandbox.mark()
-        self._sync(sandbox, latency, "full sync -> DuckDB", here / "duckdb")
+        entries = self._sync(sandbox, latency, FULL_DUCKDB, here / "duckdb")
         urls = here / "urls.txt"
-        entries = sandbox.requests_since(mark)
         urls.write_text(
             "\n".join(e["path"] + ("?" + e["query"] if e["query"] else "") for e in entries) + "\n"
         )
 
-        run, stdout = self._measured(
+        run, _, _ = self._measured(
             sandbox,
             latency,
-            "raw fetch (floor)",
+            RAW,
             [
                 sys.executable,
                 "-m",
@@ -185,7 +184,7 @@ class Bench:
             self._sync(
                 sandbox,
                 latency,
-                "full sync -> Parquet",
+                FULL_PARQUET,
                 here / "parquet",
                 "--destination",
                 "parquet",
@@ -193,10 +192,10 @@ class Bench:
 
         if sandbox.scale in self.peer_scales:
             (here / "peer").mkdir()
-            run, stdout = self._measured(
+            run, stdout, _ = self._measured(
                 sandbox,
                 latency,
-                "peer: dlt rest_api -> DuckDB",
+                PEER,
                 [
                     sys.executable,
                     "-m",
@@ -217,7 +216,7 @@ class Bench:
 
         changed = sandbox.mutate(CHANGE)
         self.say(f"    changed {CHANGE:.0%} at the sandbox: {_changes(changed)}")
-        self._sync(sandbox, latency, "normal sync after 1% change", here / "duckdb")
+        self._sync(sandbox, latency, NORMAL, here / "duckdb")
 
 
 def _changes(changed: dict[str, dict[str, list[str]]]) -> str:
@@ -247,15 +246,9 @@ def _commit() -> str:
         return "unknown"
 
 
-def _cores() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0))
-
-
 def _find(runs: list[Run], scale: str, latency: float, name: str) -> Run | None:
     for run in runs:
-        if run.scale == scale and run.latency_ms == latency and run.name.startswith(name):
+        if run.scale == scale and run.latency_ms == latency and run.name == name:
             return run
     return None
 
@@ -270,9 +263,18 @@ class Target:
 
 
 def _ratio(
-    label: str, a: Run, b: Run, limit: float, at_most: bool, detail: str = "", strict: bool = False
+    label: str,
+    a: Run,
+    b: Run,
+    limit: float,
+    at_most: bool,
+    detail: str = "",
+    *,
+    strict: bool = False,
+    memory: bool = False,
 ) -> Target:
-    if label.startswith("peak RSS"):
+    """``a / b`` of wall time (or of peak RSS) against ``limit``."""
+    if memory:
         ratio = a.peak_rss_mb / b.peak_rss_mb
         shown = f"{a.peak_rss_mb:,.0f} MB / {b.peak_rss_mb:,.0f} MB"
     else:
@@ -293,11 +295,11 @@ def targets(runs: list[Run], scales: list[str]) -> list[Target]:
     )
     for scale, latency in passes:
         where = f"{scale}, +{latency:g} ms"
-        full = _find(runs, scale, latency, "full sync -> DuckDB")
-        raw = _find(runs, scale, latency, "raw fetch")
-        parquet = _find(runs, scale, latency, "full sync -> Parquet")
-        peer = _find(runs, scale, latency, "peer")
-        normal = _find(runs, scale, latency, "normal sync")
+        full = _find(runs, scale, latency, FULL_DUCKDB)
+        raw = _find(runs, scale, latency, RAW)
+        parquet = _find(runs, scale, latency, FULL_PARQUET)
+        peer = _find(runs, scale, latency, PEER)
+        normal = _find(runs, scale, latency, NORMAL)
         if full and raw:
             label = f"full sync (DuckDB) / raw fetch, {where}"
             out.append(_ratio(label, full, raw, FULL_VS_RAW, True))
@@ -313,11 +315,11 @@ def targets(runs: list[Run], scales: list[str]) -> list[Target]:
             out.append(_ratio(label, normal, full, CHANGE_SHARE, True, requests, strict=True))
     if len(scales) >= 2:
         small, big = scales[0], scales[-1]
-        for name in ("full sync -> DuckDB", "full sync -> Parquet", "normal sync"):
+        for name in (FULL_DUCKDB, FULL_PARQUET, NORMAL):
             a, b = _find(runs, big, 0, name), _find(runs, small, 0, name)
             if a and b:
                 label = f"peak RSS of {name}, {big} / {small}"
-                out.append(_ratio(label, a, b, MEMORY_GROWTH, True, strict=True))
+                out.append(_ratio(label, a, b, MEMORY_GROWTH, True, strict=True, memory=True))
     return out
 
 
@@ -337,8 +339,8 @@ def render(
         BEGIN,
         "",
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit {_commit()}",
-        f"- machine: {platform.machine()}, Linux {platform.release()}, {_cores()} cores, "
-        f"Python {platform.python_version()}",
+        f"- machine: {platform.machine()}, Linux {platform.release()}, "
+        f"{len(os.sched_getaffinity(0))} cores, Python {platform.python_version()}",
         f"- versions: {_versions()}",
         f"- reproduce: `./run bench sync {' '.join(argv)}`".replace(" `", "`", 0),
         "- the sandbox is one uvicorn process on loopback, on the same machine; "
@@ -470,9 +472,7 @@ def main(argv: list[str]) -> int:
                     sandbox.reset()
                     sandbox.set_latency(0)
                     print(f"  {scale}: profiling a full sync -> DuckDB with py-spy ...", flush=True)
-                    profiled = profile.full_sync(
-                        sandbox, workdir / f"{scale}-profile", bench._sync_env(sandbox)
-                    )
+                    profiled = profile.full_sync(workdir / f"{scale}-profile", sandbox.sync_env())
             finally:
                 sandbox.stop()
     finally:

@@ -21,16 +21,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
+from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines.feedback.arrow import PARENT_KEYS, child_tables
 from pipelines.warehouse import dataset_tables
 
 
+def _count(client: SqlClientBase[Any], sql: str, *args: Any) -> int:
+    rows = client.execute_sql(f"select count(*) {sql}", *args)
+    return int(rows[0][0]) if rows else 0
+
+
+def _children(pipeline: Pipeline, existing: set[str], root: str) -> list[str]:
+    """``root``'s child tables that exist at the destination."""
+    return [c for c in child_tables(pipeline.default_schema.tables, root) if c in existing]
+
+
 def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:
     """Deletes child rows whose parent came again in ``load_id`` without them; counts."""
-    schema = pipeline.default_schema
     removed: dict[str, int] = {}
     with pipeline.sql_client() as client:
         existing = set(dataset_tables(client))
@@ -39,16 +50,13 @@ def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:
                 if root not in existing:
                     continue
                 qroot = client.make_qualified_table_name(root)
-                for child in child_tables(schema.tables, root):
-                    if child not in existing:
-                        continue
+                for child in _children(pipeline, existing, root):
                     qchild = client.make_qualified_table_name(child)
                     stale = (
                         f"from {qchild} where _dlt_load_id <> %s and {key} in "
                         f"(select idx from {qroot} where _dlt_load_id = %s)"
                     )
-                    rows = client.execute_sql(f"select count(*) {stale}", load_id, load_id)
-                    count = int(rows[0][0]) if rows else 0
+                    count = _count(client, stale, load_id, load_id)
                     if count:
                         client.execute_sql(f"delete {stale}", load_id, load_id)
                         removed[child] = count
@@ -72,10 +80,7 @@ def reconcile(
                 gone_filter = "_dlt_load_id <> %s"
                 if mode == "soft":
                     gone_filter += " and _deleted_at is null"
-                rows = client.execute_sql(
-                    f"select count(*) from {qroot} where {gone_filter}", load_id
-                )
-                count = int(rows[0][0]) if rows else 0
+                count = _count(client, f"from {qroot} where {gone_filter}", load_id)
                 if not count:
                     continue
                 removed[root] = count
@@ -85,9 +90,7 @@ def reconcile(
                     )
                     continue
                 key = PARENT_KEYS.get(root)
-                for child in child_tables(schema.tables, root) if key else ():
-                    if child not in existing:
-                        continue
+                for child in _children(pipeline, existing, root) if key else ():
                     qchild = client.make_qualified_table_name(child)
                     client.execute_sql(
                         f"delete from {qchild} where {key} in "

@@ -48,13 +48,12 @@ PARENT_KEYS: dict[str, str] = {
 # vanish, small enough that memory stays flat
 BATCH_ROWS = 5_000
 
-_TIMESTAMP = pa.timestamp("us", tz="UTC")
-_KINDS: dict[str, tuple[pa.DataType, str]] = {
-    "text": (pa.string(), "text"),
-    "bigint": (pa.int64(), "bigint"),
-    "double": (pa.float64(), "double"),
-    "bool": (pa.bool_(), "bool"),
-    "timestamp": (_TIMESTAMP, "timestamp"),
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "text": pa.string(),
+    "bigint": pa.int64(),
+    "double": pa.float64(),
+    "bool": pa.bool_(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
 }
 
 
@@ -71,13 +70,14 @@ logging.getLogger("dlt").addFilter(_ExpectedHintNotice())
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, bool):
+    python_type = type(value)
+    if issubclass(python_type, bool):
         return "bool"
-    if isinstance(value, int):
+    if issubclass(python_type, int):
         return "bigint"
-    if isinstance(value, float):
+    if issubclass(python_type, float):
         return "double"
-    if isinstance(value, datetime):
+    if issubclass(python_type, datetime):
         return "timestamp"
     return "text"
 
@@ -85,6 +85,13 @@ def _kind(value: Any) -> str:
 def _fits(kind: str, value: Any) -> bool:
     actual = _kind(value)
     return actual == kind or (kind == "double" and actual == "bigint")
+
+
+def _all_fit(kind: str, values: list[Any]) -> bool:
+    """Whether every non-null value fits ``kind``: one check per Python type, not per value."""
+    return all(
+        _fits(kind, sample) for sample in {type(v): v for v in values if v is not None}.values()
+    )
 
 
 def _json(value: Any) -> str:
@@ -121,7 +128,7 @@ class _Table:
                     continue  # all null and never typed: absent from this batch
                 kind = self.kinds[name] = _kind(first)
             fitting = values
-            if not all(v is None or _fits(kind, v) for v in values):
+            if not _all_fit(kind, values):
                 fitting = [v if v is None or _fits(kind, v) else None for v in values]
                 for value_index, v in enumerate(values):
                     if v is not None and not _fits(kind, v):
@@ -132,11 +139,19 @@ class _Table:
         fields = []
         arrays = []
         for name, values in columns.items():
-            kind = self.kinds.get(name, "text")
-            arrow_type = _KINDS[kind][0]
+            arrow_type = _ARROW_TYPES[self.kinds.get(name, "text")]
             fields.append(pa.field(name, arrow_type, nullable=name not in self.keys))
             arrays.append(pa.array(values, type=arrow_type))
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def put(self, row: Row, column: str, value: Any) -> None:
+        """Sets ``column`` of an outgoing row: a dict or list as JSON text (and the column
+        hinted JSON), anything else as it is."""
+        if isinstance(value, dict | list):
+            self.json.add(column)
+            row[column] = _json(value)
+        else:
+            row[column] = value
 
     def column_hints(self) -> TTableSchemaColumns:
         hints: TTableSchemaColumns = {k: dict(v) for k, v in self.hinted.items()}  # type: ignore[misc]
@@ -187,12 +202,7 @@ class Tabulator:
                 self._child(name, row.get("idx"), value)
             elif isinstance(value, dict):
                 for key, inner in value.items():
-                    column = f"{name}__{key}"
-                    if isinstance(inner, dict | list):
-                        root.json.add(column)
-                        out[column] = _json(inner)
-                    else:
-                        out[column] = inner
+                    root.put(out, f"{name}__{key}", inner)
             else:
                 out[name] = value
         root.rows.append(out)
@@ -211,13 +221,8 @@ class Tabulator:
             out: Row = {self.parent_key: parent, POSITION: position}
             if isinstance(item, dict):
                 for key, value in item.items():
-                    if key in (self.parent_key, POSITION):
-                        continue
-                    if isinstance(value, dict | list):
-                        table.json.add(key)
-                        out[key] = _json(value)
-                    else:
-                        out[key] = value
+                    if key not in (self.parent_key, POSITION):
+                        table.put(out, key, value)
             else:
                 out["value"] = _json(item) if isinstance(item, dict | list) else item
             table.rows.append(out)

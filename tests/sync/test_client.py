@@ -26,6 +26,7 @@ from pipelines.feedback.client import (
     MAX_RETRY_AFTER_SECONDS,
     FeedbackClient,
     RateLimiter,
+    Slots,
 )
 from pipelines.feedback.errors import ApiError, NotFound, RetriesExhausted, redact_url
 from pipelines.feedback.settings import FeedbackSettings
@@ -694,3 +695,26 @@ def test_in_flight_requests_never_exceed_max_concurrency() -> None:
 def test_redact_url(url: str, expected: str) -> None:
     assert redact_url(url) == expected
     assert KEY not in redact_url(url)
+
+
+def test_an_urgent_request_takes_the_next_free_slot_before_earlier_waiters() -> None:
+    slots = Slots(1)
+    slots.acquire(urgent=False)  # the only slot is taken
+    order: list[str] = []
+
+    def wait_for_slot(name: str, urgent: bool) -> None:
+        slots.acquire(urgent)
+        order.append(name)
+        slots.release()
+
+    normal = threading.Thread(target=wait_for_slot, args=("fan-out", False))
+    normal.start()
+    time.sleep(0.1)  # the fan-out request is waiting first
+    urgent = threading.Thread(target=wait_for_slot, args=("list", True))
+    urgent.start()
+    time.sleep(0.1)
+    assert order == []  # both wait while the slot is taken
+    slots.release()
+    normal.join(5)
+    urgent.join(5)
+    assert order == ["list", "fan-out"]
