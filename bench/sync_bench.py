@@ -9,7 +9,9 @@ process on loopback, and these run one after another, each as its own measured p
    bodies: the floor;
 3. **full sync -> Parquet**;
 4. **peer**: dlt's ``rest_api`` source, configured declaratively, into DuckDB;
-5. **normal sync -> DuckDB** after the sandbox changed 1% of its data (seeded).
+5. **normal sync -> DuckDB** with nothing changed (the first after the full one, which
+   also reads each link type once to get its cursor), then again after the sandbox changed
+   1% of its data (seeded): the 1% target is measured on that second, steady-state run.
 
 Then the same again with ``--latency-ms`` (20) added to every request, at the smallest
 scale (``--latency-scales``). Each run reports wall time, CPU time, peak RSS, rows landed,
@@ -54,6 +56,10 @@ FULL_DUCKDB = "full sync -> DuckDB"
 RAW = "raw fetch (floor)"
 FULL_PARQUET = "full sync -> Parquet"
 PEER = "peer: dlt rest_api -> DuckDB"
+# the first normal run after a full one reads each link type once from its start (it has
+# no saved type cursors yet); the 1% target is measured on the run after it, as scheduled
+# runs see it
+FIRST_NORMAL = "normal sync, nothing changed"
 NORMAL = "normal sync after 1% change"
 
 # targets: (label, run measured, run compared with, limit, kind)
@@ -214,6 +220,7 @@ class Bench:
             run.rows = int(json.loads(stdout.strip().splitlines()[-1])["rows"])
             self._done(run)
 
+        self._sync(sandbox, latency, FIRST_NORMAL, here / "duckdb")
         changed = sandbox.mutate(CHANGE)
         self.say(f"    changed {CHANGE:.0%} at the sandbox: {_changes(changed)}")
         self._sync(sandbox, latency, NORMAL, here / "duckdb")

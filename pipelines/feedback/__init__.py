@@ -7,8 +7,9 @@ One resource per API resource, each merged on ``idx``. What a normal run reads:
   (``published_after``), plus every draft and scheduled post;
 - ``comments`` (public comments and private notes): for each new idea, and each idea whose
   ``comment_count``, ``note_count`` or ``updated_at`` moved, from that idea's saved cursor;
-- ``integration_links``: by type from each type's saved cursor when ``integration_types`` is
-  set; otherwise per idea, for new and changed ideas as above;
+- ``integration_links``: by type from each type's saved cursor, for the configured
+  ``integration_types`` or else for the types earlier full runs saw; per idea (every idea)
+  on full runs without configured types;
 - ``topics``, ``statuses``, ``ideas``: everything (small lists; ideas feed the fan-out).
 
 ``full=True`` reads everything from the start. Resources read from start to end are listed
@@ -21,7 +22,7 @@ is polled on every run, since nothing says which changed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -165,9 +166,8 @@ def _announcements(run: SyncRun) -> DltResource:
     return announcements
 
 
-def _per_idea(
+def _per_idea_poll(
     run: SyncRun,
-    ideas: DltResource,
     resource: str,
     path: str,
     paginator: type[Paginator],
@@ -176,19 +176,25 @@ def _per_idea(
     *,
     resume: bool,
     json: list[str],
-) -> DltResource:
-    """The per-idea fan-out (comments, links by idea): a transformer of the ``ideas`` pages.
+    seen_types: bool = False,
+) -> Callable[[list[Row] | Row], Iterator[Any]]:
+    """The per-idea fan-out (comments, links by idea), called with each page of ideas.
 
     Polls new ideas and ideas whose signature moved (every idea on a full run), from the
     idea's saved cursor when ``resume``, and keeps ``{idea: [cursor, signature]}`` in state.
+    With ``seen_types``, the rows' ``type`` values are kept in state as ``seen_types``.
     """
 
-    @dlt.transformer(data_from=ideas, **_merge(resource))
-    def per_idea(ideas_page: list[Row] | Row) -> Iterator[Any]:
+    def poll(ideas_page: list[Row] | Row) -> Iterator[Any]:
         state = dlt.current.resource_state(resource)
         if run.full:
             # a full run rebuilds the per-idea state: ideas gone at the source drop out
-            run.once(f"{resource}:reset", lambda: state.__setitem__("ideas", {}))
+            def reset() -> None:
+                state["ideas"] = {}
+                if seen_types:
+                    state["seen_types"] = []
+
+            run.once(f"{resource}:reset", reset)
         known: dict[str, list[Any]] = state.setdefault("ideas", {})
         signatures: dict[str, str | None] = {}
         chains = []
@@ -205,6 +211,7 @@ def _per_idea(
             cursor = entry[0] if entry is not None and resume and not run.full else None
             pages = paginator(run.settings.page_size, cursor)
             chains.append(Chain(resource, path, pages, {**filters, "idea_idx": idx}, idx, True))
+        types: set[str] = set()
         # a transformer has no last call: each call yields all it fetched
         tables = Tabulator(resource, _columns(run, json=json))
         for page in walk(run.client, chains, run.settings.max_concurrency):
@@ -214,19 +221,22 @@ def _per_idea(
                 known.pop(idx, None)
                 run.count_skipped(resource)
                 continue
+            if seen_types:
+                types.update(row["type"] for row in page.items if isinstance(row.get("type"), str))
             yield from tables.add(shape(row, idx) for row in page.items)
             if page.last:
                 saved = page.chain.paginator.resume if resume else None
                 known[idx] = [saved, signatures[idx]]
         yield from tables.flush()
+        if types:
+            run.merge_into_list(state, "seen_types", types)
 
-    return per_idea
+    return poll
 
 
 def _comments(run: SyncRun, ideas: DltResource) -> DltResource:
-    return _per_idea(
+    poll = _per_idea_poll(
         run,
-        ideas,
         "comments",
         "comments",
         CursorPaginator,
@@ -236,13 +246,26 @@ def _comments(run: SyncRun, ideas: DltResource) -> DltResource:
         json=["content"],
     )
 
+    @dlt.transformer(data_from=ideas, **_merge("comments"))
+    def comments(ideas_page: list[Row] | Row) -> Iterator[Any]:
+        yield from poll(ideas_page)
+
+    return comments
+
 
 def _links_by_idea(run: SyncRun, ideas: DltResource) -> DltResource:
+    """Links without configured ``integration_types``: per idea, or by the types seen.
+
+    A full run (or one that knows no types yet) reads every idea's links from the start
+    and keeps the link types it saw. A normal run that knows types reads each of them from
+    its saved cursor instead (``?type=``, like configured types): one chain per type finds
+    new links on every idea, where per-idea polling found them only on ideas whose comments
+    moved. A type first seen by a normal run's ideas waits for the next full run.
+    """
     # an idea's links are read from its start (usually one page): no cursor to keep
     shape = shaping.plain("integration_links")
-    return _per_idea(
+    poll = _per_idea_poll(
         run,
-        ideas,
         "integration_links",
         "integration-links",
         LinkCursorPaginator,
@@ -250,7 +273,19 @@ def _links_by_idea(run: SyncRun, ideas: DltResource) -> DltResource:
         lambda row, idx: shape(row),
         resume=False,
         json=["meta"],
+        seen_types=True,
     )
+
+    @dlt.transformer(data_from=ideas, **_merge("integration_links"))
+    def integration_links(ideas_page: list[Row] | Row) -> Iterator[Any]:
+        state = dlt.current.resource_state("integration_links")
+        types = () if run.full else tuple(state.get("seen_types") or ())
+        if not types:
+            yield from poll(ideas_page)
+        elif run.claim("integration_links:by-type"):
+            yield from _walk_link_types(run, state, types)
+
+    return integration_links
 
 
 def _links_by_type(run: SyncRun) -> DltResource:
@@ -258,32 +293,37 @@ def _links_by_type(run: SyncRun) -> DltResource:
     def integration_links() -> Iterator[Any]:
         state = dlt.current.resource_state("integration_links")
         types = run.settings.integration_types
-        saved: dict[str, str | None] = state.get("types", {})
-        cursors: dict[str, str | None] = {t: None if run.full else saved.get(t) for t in types}
-        chains = [
-            Chain(
-                "integration_links",
-                "integration-links",
-                LinkCursorPaginator(run.settings.page_size, cursors[t]),
-                {"type": t},
-                t,
-            )
-            for t in types
-        ]
-        shape = shaping.plain("integration_links")
-        tables = Tabulator("integration_links", _columns(run, json=["meta"]))
-        for page in walk(run.client, chains, run.settings.max_concurrency, urgent=True):
-            yield from tables.add(shape(row) for row in page.items)
-            if page.last:
-                assert page.chain.key is not None
-                cursors[page.chain.key] = page.chain.paginator.resume
-        yield from tables.flush()
-        # types no longer configured drop out of the state
-        state["types"] = cursors
-        if not any(chain.paginator.resumed for chain in chains):
+        if (yield from _walk_link_types(run, state, types)):
             run.mark_complete("integration_links")
 
     return integration_links
+
+
+def _walk_link_types(run: SyncRun, state: Any, types: Iterable[str]) -> Generator[Any, None, bool]:
+    """Each link type's list from its saved cursor (``?type=``); True if all from the start."""
+    saved: dict[str, str | None] = state.get("types", {})
+    cursors: dict[str, str | None] = {t: None if run.full else saved.get(t) for t in types}
+    chains = [
+        Chain(
+            "integration_links",
+            "integration-links",
+            LinkCursorPaginator(run.settings.page_size, cursors[t]),
+            {"type": t},
+            t,
+        )
+        for t in cursors
+    ]
+    shape = shaping.plain("integration_links")
+    tables = Tabulator("integration_links", _columns(run, json=["meta"]))
+    for page in walk(run.client, chains, run.settings.max_concurrency, urgent=True):
+        yield from tables.add(shape(row) for row in page.items)
+        if page.last:
+            assert page.chain.key is not None
+            cursors[page.chain.key] = page.chain.paginator.resume
+    yield from tables.flush()
+    # types no longer asked for drop out of the state
+    state["types"] = cursors
+    return not any(chain.paginator.resumed for chain in chains)
 
 
 def _small_list(run: SyncRun, name: str, paginator: type[Paginator]) -> DltResource:
@@ -350,9 +390,11 @@ def _discover_ideas(run: SyncRun) -> Iterator[list[Row]]:
             names.setdefault(idx, None)
     size = run.settings.page_size
     chains = [Chain("ideas", "announcements", CursorPaginator(size))]
+    types = run.settings.integration_types or tuple(
+        dlt.current.resource_state("integration_links").get("seen_types") or ()
+    )
     chains += [
-        Chain("ideas", "integration-links", LinkCursorPaginator(size), {"type": t})
-        for t in run.settings.integration_types
+        Chain("ideas", "integration-links", LinkCursorPaginator(size), {"type": t}) for t in types
     ]
     for page in walk(run.client, chains, run.settings.max_concurrency):
         for row in page.items:

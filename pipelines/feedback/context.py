@@ -44,6 +44,19 @@ class SyncRun:
         with self._lock:
             self.skipped[resource] = self.skipped.get(resource, 0) + 1
 
+    def claim(self, name: str) -> bool:
+        """True for the first caller that claims ``name`` in this run, False for the rest."""
+        with self._once_lock:
+            if name in self._claimed:
+                return False
+            self._claimed.add(name)
+            return True
+
+    def merge_into_list(self, state: dict[str, Any], key: str, values: set[str]) -> None:
+        """Adds ``values`` to the sorted list ``state[key]`` (parallel transformer calls)."""
+        with self._lock:
+            state[key] = sorted(set(state.get(key) or ()) | values)
+
     def once(self, name: str, step: Callable[[], None]) -> None:
         """Runs ``step`` the first time ``name`` is asked for; later callers wait until it ran.
 

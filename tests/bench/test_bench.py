@@ -18,6 +18,7 @@ RUNS = (
     "raw fetch (floor)",
     "full sync -> Parquet",
     "peer: dlt rest_api -> DuckDB",
+    "normal sync, nothing changed",
     "normal sync after 1% change",
 )
 
@@ -42,7 +43,7 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     rows = [
         line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 10
     ]
-    assert len(rows) == 9
+    assert len(rows) == 11
     for latency in ("0 ms", "5 ms"):
         names = [row.split(" | ")[2] for row in rows if f"| {latency} |" in row]
         expected = [n for n in RUNS if latency == "0 ms" or "Parquet" not in n]

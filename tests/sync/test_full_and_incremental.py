@@ -90,8 +90,12 @@ def test_normal_run_fetches_only_what_changed_then_full_equals_truth(harness: Ha
     polled = {r["params"]["idea_idx"][0] for r in requests if r["path"] == "/v1/comments"}
     assert polled == moved
     assert 0 < len(polled) < len(after["ideas"])
-    linked = {r["params"]["idea_idx"][0] for r in requests if r["path"] == "/v1/integration-links"}
-    assert linked == moved
+    # links: by each type the full run saw, not per idea (new links on any idea count)
+    link_calls = [r for r in requests if r["path"] == "/v1/integration-links"]
+    assert all("idea_idx" not in r["params"] for r in link_calls)
+    assert {r["params"]["type"][0] for r in link_calls} == {
+        link["type"] for link in before["integration_links"]
+    }
     for r in requests:
         if r["path"] == "/v1/comments":
             assert r["params"]["included_types"] == ["comments,notes"]
@@ -116,11 +120,18 @@ def test_normal_run_fetches_only_what_changed_then_full_equals_truth(harness: Ha
     # the new rows landed
     created_comments = set(changes["comments"]["created"])
     created_followers = set(changes["followers"]["created"])
+    created_links = set(changes["integration_links"]["created"])
+    created_link_ideas = {
+        link["idea_idx"] for link in after["integration_links"] if link["idx"] in created_links
+    }
+    assert created_link_ideas - moved, "the seed should add a link to an unmoved idea"
     for con in harness.connect():
         landed = {r[0] for r in con.execute("select idx from feedback.comments").fetchall()}
         assert created_comments <= landed
         landed = {r[0] for r in con.execute("select idx from feedback.followers").fetchall()}
         assert created_followers <= landed
+        sql = "select idx from feedback.integration_links"
+        assert created_links <= {r[0] for r in con.execute(sql).fetchall()}
     # deletes of always-complete lists are applied on a normal run
     harness.assert_equals_truth(after, tables=["topics", "statuses", "ideas", "ideas__topics"])
     assert result.rows_removed.get("topics") == 1
@@ -138,9 +149,18 @@ def test_nothing_changed_means_a_cheap_run(harness: Harness) -> None:
     harness.mark_requests()
     result = harness.sync()
     paths = _per_path(harness.requests())
-    assert "comments" not in paths and "integration-links" not in paths
+    assert "comments" not in paths
     assert paths["followers"] == 1
     assert sum(v for k, v in result.rows_loaded.items() if k.startswith("comments")) == 0
+    harness.assert_equals_truth()
+    # the first normal run read each link type once from its start; the next one resumes
+    types = {link["type"] for link in harness.dump()["integration_links"]}
+    harness.mark_requests()
+    harness.sync()
+    link_calls = [r for r in harness.requests() if r["path"] == "/v1/integration-links"]
+    assert {r["params"]["type"][0] for r in link_calls} == types
+    assert all("after" in r["params"] for r in link_calls)
+    assert len(link_calls) == len(types)
     harness.assert_equals_truth()
 
 
