@@ -279,7 +279,11 @@ def _links_by_idea(run: SyncRun, ideas: DltResource) -> DltResource:
     @dlt.transformer(data_from=ideas, **_merge("integration_links"))
     def integration_links(ideas_page: list[Row] | Row) -> Iterator[Any]:
         state = dlt.current.resource_state("integration_links")
-        types = () if run.full else tuple(state.get("seen_types") or ())
+        # decided once per run, before the per-idea calls (run in parallel) add seen types
+        types: tuple[str, ...] = run.memo(
+            "integration_links:types",
+            lambda: () if run.full else tuple(state.get("seen_types") or ()),
+        )
         if not types:
             yield from poll(ideas_page)
         elif run.claim("integration_links:by-type"):

@@ -32,6 +32,7 @@ class SyncRun:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _claimed: set[str] = field(default_factory=set, repr=False)
     _once_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _memos: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.client = FeedbackClient(self.settings, transport=self.transport)
@@ -51,6 +52,16 @@ class SyncRun:
                 return False
             self._claimed.add(name)
             return True
+
+    def memo(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` the first time ``name`` is asked for in this run; that value after.
+
+        For what parallel transformer calls must agree on, read before any of them writes.
+        """
+        with self._once_lock:
+            if name not in self._memos:
+                self._memos[name] = compute()
+            return self._memos[name]
 
     def merge_into_list(self, state: dict[str, Any], key: str, values: set[str]) -> None:
         """Adds ``values`` to the sorted list ``state[key]`` (parallel transformer calls)."""

@@ -205,3 +205,14 @@ def test_soft_deletes_keep_rows_with_deleted_at(harness: Harness) -> None:
 def test_every_auth_method(harness: Harness, method: str) -> None:
     harness.sync(full=True, auth_method=method)
     harness.assert_equals_truth()
+
+
+def test_a_first_run_reads_every_ideas_links_even_as_types_turn_up(harness: Harness) -> None:
+    # pages of one idea: many parallel per-idea calls; the first ones save the types they saw,
+    # which must not switch the later calls of the same run to reading by type
+    harness.sync(page_size=1)
+    link_calls = [r for r in harness.requests() if r["path"] == "/v1/integration-links"]
+    assert all("type" not in r["params"] for r in link_calls)
+    ideas = {idea["idx"] for idea in harness.dump()["ideas"]}
+    assert {r["params"]["idea_idx"][0] for r in link_calls} == ideas
+    harness.assert_equals_truth()
