@@ -3,6 +3,7 @@
 Subcommands:
     sync      pull the Feedback API into DuckDB, Parquet or another dlt destination
     status    the saved state per resource and the row counts of the warehouse
+    models    build the SQL models of sql/ (staging views, marts); --list describes them
     sandbox   run the reference server on loopback (tests, demos, benchmarks)
     demo      reference server, full sync, a change at the server, normal sync, summary
 
@@ -74,6 +75,11 @@ def _sync_parser(sub: Any) -> None:
     )
     p.add_argument("--full", action="store_true", help="read everything; reconcile deletes")
     p.add_argument(
+        "--no-models",
+        action="store_true",
+        help="do not build the SQL models after the load (feedback-sync models does it later)",
+    )
+    p.add_argument(
         "--resources",
         metavar="a,b",
         help=f"only these resources (comma-separated): {', '.join(RESOURCES)}",
@@ -100,9 +106,51 @@ def _run_sync(args: argparse.Namespace) -> int:
             full=args.full,
             resources=resources,
             progress_every=args.progress_every,
+            models=not args.no_models,
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    print(result.summary())
+    if result.models_error is not None:
+        print(f"feedback-sync sync: error: {result.models_error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _models_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "models",
+        help="build the SQL models (staging views, marts) in the warehouse; --list shows them",
+        description="Apply the SQL models of sql/ in dependency order: staging views (schema "
+        "staging) and mart tables (schema marts), in the DuckDB warehouse, or for Parquet in "
+        "<parquet-dir>/models.duckdb over views of the files (marts also written to "
+        "<parquet-dir>/marts/). One transaction: a failing model changes nothing.",
+    )
+    p.add_argument(
+        "--list", action="store_true", help="describe every model (grain, key, columns) and exit"
+    )
+    p.add_argument(
+        "--sql-dir",
+        help="the models folder (sources.toml, staging/, marts/); default: this project's sql/",
+    )
+    _target_arguments(p)
+    p.set_defaults(run=_run_models)
+
+
+def _run_models(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pipelines.models import ModelError, apply, describe, load_project
+
+    try:
+        project = load_project(Path(args.sql_dir)) if args.sql_dir else load_project()
+        if args.list:
+            print(describe(project))
+            return 0
+        result = apply(_target(args), project)
+    except ModelError as exc:
+        print(f"feedback-sync models: error: {exc}", file=sys.stderr)
+        return 1
     print(result.summary())
     return 0
 
@@ -289,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _sync_parser(sub)
     _status_parser(sub)
+    _models_parser(sub)
     _sandbox_parser(sub)
     _demo_parser(sub)
     return parser

@@ -8,7 +8,8 @@ Order of a run:
    load: state travels in the same load package as the data, so it is committed with it;
 3. reconcile deletes for the resources read completely;
 4. for Parquet, write the touched tables out;
-5. summarize.
+5. build the SQL models of ``sql/`` (unless switched off; DuckDB and Parquet targets);
+6. summarize.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pipelines.export import data_tables, export_parquet
 from pipelines.feedback import RESOURCES, SyncRun, feedback
 from pipelines.feedback.errors import ConfigError
 from pipelines.feedback.settings import FeedbackSettings, load_settings
+from pipelines.models import BuildResult, ModelError
+from pipelines.models import apply as apply_models
 from pipelines.reconcile import reconcile, replace_children
 from pipelines.warehouse import Target
 
@@ -57,6 +60,8 @@ class SyncResult:
     load_id: str | None = None
     exported: dict[str, int] = field(default_factory=dict)
     delete_mode: str = "hard"
+    models: BuildResult | None = None
+    models_error: str | None = None
 
     def summary(self) -> str:
         """A short, readable account of the run."""
@@ -83,6 +88,10 @@ class SyncResult:
             lines.append(f"  {resource}: skipped {count} idea(s) that no longer exist (404)")
         if self.exported:
             lines.append(f"  wrote {len(self.exported)} Parquet file(s)")
+        if self.models is not None:
+            lines.append(f"  {self.models.summary()}")
+        if self.models_error is not None:
+            lines.append(f"  models FAILED (the synced data is kept): {self.models_error}")
         return "\n".join(lines)
 
 
@@ -146,6 +155,7 @@ def run_sync(
     out: IO[str] = sys.stderr,
     progress_every: float = 5.0,
     after_extract: Callable[[Pipeline], None] | None = None,
+    models: bool = True,
 ) -> SyncResult:
     """Runs one sync into ``target`` and returns what it did.
 
@@ -235,6 +245,12 @@ def run_sync(
             pipeline, target.parquet_dir, sorted((touched | missing) & set(result.table_rows))
         )
     journal.clear()
+    if models and target.is_duckdb_backed:
+        print("sync: building the SQL models ...", file=out, flush=True)
+        try:
+            result.models = apply_models(target)
+        except ModelError as exc:
+            result.models_error = str(exc)
     result.seconds = time.perf_counter() - started
     return result
 

@@ -36,6 +36,11 @@ DUCKDB_MEMORY_LIMIT = "256MB"
 WORKING_DIR = ".feedback-sync"
 
 
+def duckdb_memory_limit() -> str:
+    """DuckDB's memory limit for syncs and models (``FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT``)."""
+    return os.environ.get("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", DUCKDB_MEMORY_LIMIT)
+
+
 @dataclass(frozen=True)
 class Target:
     """The destination of a sync as the user named it."""
@@ -97,8 +102,9 @@ class Target:
             path.parent.mkdir(parents=True, exist_ok=True)
             # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory
             # bounded and lets DuckDB spill to disk instead
-            limit = os.environ.get("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", DUCKDB_MEMORY_LIMIT)
-            credentials = DuckDbCredentials(str(path), global_config={"memory_limit": limit})
+            credentials = DuckDbCredentials(
+                str(path), global_config={"memory_limit": duckdb_memory_limit()}
+            )
             destination = dlt.destinations.duckdb(credentials=credentials)
         else:
             destination = self.destination

@@ -357,6 +357,7 @@ class Harness:
         resources: list[str] | None = None,
         after_extract: Callable[[Any], None] | None = None,
         transport: httpx.BaseTransport | None = None,
+        models: bool = True,
         **overrides: Any,
     ) -> SyncResult:
         out = io.StringIO()
@@ -370,6 +371,7 @@ class Harness:
                 progress_every=3600,
                 after_extract=after_extract,
                 transport=transport,
+                models=models,
             )
         finally:
             self.last_output = out.getvalue()

@@ -1,0 +1,345 @@
+"""``feedback-sync models``: the SQL models of ``sql/``, applied in dependency order.
+
+``sql/sources.toml`` declares the loaded tables the models read and the columns they use;
+``sql/staging/*.sql`` become views in the schema ``staging`` (renames and casts only) and
+``sql/marts/*.sql`` become tables in the schema ``marts``. A model names what it reads with
+``{{ source('table') }}`` (a loaded table) and ``{{ ref('model') }}`` (another model); the
+refs give the build order.
+
+``source()`` reads only the declared columns, so dlt's bookkeeping and variant columns stay
+out, a column that never arrived reads as a typed NULL, a table that never arrived as an
+empty relation, and in soft-delete mode rows marked ``_deleted_at`` are left out.
+
+Each file opens with a comment block: a one-line description, then ``grain:``, ``key:``
+and ``columns:`` (one ``name: meaning`` line each). ``models --list`` shows it, and the
+tests check that the documented columns are the built ones.
+
+Everything is built in one DuckDB transaction: a model that fails rolls the whole build
+back (the previous models stay as they were) and raises ``ModelError`` naming the model.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import duckdb
+
+from pipelines.warehouse import Target, duckdb_memory_limit
+
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+LAYERS = {"staging": "view", "marts": "table"}
+MODELS_DUCKDB = "models.duckdb"
+_CALL = re.compile(r"\{\{\s*(source|ref)\(\s*'([A-Za-z0-9_]+)'\s*\)\s*\}\}")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ModelError(Exception):
+    """A model that cannot be built, or a ``sql/`` folder that does not make sense."""
+
+
+@dataclass
+class Model:
+    """One SQL file of ``sql/staging`` or ``sql/marts``."""
+
+    name: str
+    layer: str
+    path: Path
+    sql: str
+    description: str = ""
+    grain: str = ""
+    key: list[str] = field(default_factory=list)
+    columns: dict[str, str] = field(default_factory=dict)
+    refs: set[str] = field(default_factory=set)
+    sources: set[str] = field(default_factory=set)
+
+    @property
+    def relation(self) -> str:
+        return f'"{self.layer}"."{self.name}"'
+
+
+@dataclass
+class Project:
+    """The declared sources and the models, in the order they are built."""
+
+    sources: dict[str, dict[str, str]]
+    models: list[Model]
+
+    def model(self, name: str) -> Model:
+        for model in self.models:
+            if model.name == name:
+                return model
+        raise KeyError(name)
+
+
+def load_project(root: Path = SQL_DIR) -> Project:
+    """Reads ``root`` (``sql/``) and orders its models.
+
+    Raises:
+        ModelError: a bad sources file, an unknown ref or source, a duplicate name, a
+            missing doc block, or a cycle; the message names the file.
+    """
+    sources_file = root / "sources.toml"
+    try:
+        raw = tomllib.loads(sources_file.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ModelError(f"{sources_file}: {exc}") from None
+    sources: dict[str, dict[str, str]] = {}
+    for table, columns in raw.items():
+        if not isinstance(columns, dict) or not all(isinstance(t, str) for t in columns.values()):
+            raise ModelError(f"{sources_file}: [{table}] must map column names to SQL types")
+        for name in [table, *columns]:
+            if not _IDENT.match(name):
+                raise ModelError(f"{sources_file}: {name!r} is not a plain identifier")
+        sources[table] = dict(columns)
+
+    found: dict[str, Model] = {}
+    for layer in LAYERS:
+        for path in sorted((root / layer).glob("*.sql")):
+            model = _parse(path, layer)
+            if model.name in found:
+                raise ModelError(f"{path}: a model named {model.name!r} is also in {layer}")
+            found[model.name] = model
+    graph: dict[str, set[str]] = {}
+    for model in found.values():
+        for ref in model.refs:
+            if ref not in found:
+                raise ModelError(f"{model.path}: ref('{ref}') names no model in {root}")
+        for source in model.sources:
+            if source not in sources:
+                raise ModelError(f"{model.path}: source('{source}') is not in {sources_file}")
+        graph[model.name] = model.refs
+    try:
+        order = list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        cycle = " -> ".join(exc.args[1])
+        raise ModelError(f"models refer to each other in a cycle: {cycle}") from None
+    return Project(sources, [found[name] for name in order])
+
+
+def _parse(path: Path, layer: str) -> Model:
+    name = path.stem
+    if not _IDENT.match(name):
+        raise ModelError(f"{path}: a model's file name must be a plain identifier")
+    sql = path.read_text(encoding="utf-8")
+    model = Model(name, layer, path, sql)
+    doc = []
+    for line in sql.splitlines():
+        if not line.startswith("--"):
+            break
+        doc.append(line[2:].strip())
+    if not doc:
+        raise ModelError(f"{path}: opens without its doc comment (description, grain, columns)")
+    model.description = doc[0].split(":", 1)[-1].strip() if doc[0].startswith(name) else doc[0]
+    in_columns = False
+    for line in doc[1:]:
+        if line.startswith("grain:"):
+            model.grain, in_columns = line[6:].strip(), False
+        elif line.startswith("key:"):
+            model.key, in_columns = [k.strip() for k in line[4:].split(",") if k.strip()], False
+        elif line.startswith("columns:"):
+            in_columns = True
+        elif in_columns and ":" in line:
+            column, meaning = line.split(":", 1)
+            model.columns[column.strip()] = meaning.strip()
+        elif in_columns and line and model.columns:
+            # a meaning carried on to the next comment line
+            last = next(reversed(model.columns))
+            model.columns[last] += " " + line
+    if not model.grain or not model.columns:
+        raise ModelError(f"{path}: the doc comment needs 'grain:' and 'columns:'")
+    for kind, target in _CALL.findall(sql):
+        (model.sources if kind == "source" else model.refs).add(target)
+    return model
+
+
+def source_sql(
+    table: str, declared: dict[str, str], dataset: str, existing: dict[str, set[str]]
+) -> str:
+    """The relation ``source('table')`` stands for: the declared columns of what landed."""
+    present = existing.get(table)
+    if present is None:
+        columns = ", ".join(f'cast(null as {t}) as "{c}"' for c, t in declared.items())
+        return f"(select {columns} where false)"
+    parts = [
+        f'"{c}"' if c in present else f'cast(null as {t}) as "{c}"' for c, t in declared.items()
+    ]
+    where = " where _deleted_at is null" if "_deleted_at" in present else ""
+    return f'(select {", ".join(parts)} from "{dataset}"."{table}"{where})'
+
+
+def render(model: Model, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
+    """The model's SQL with ``source()`` and ``ref()`` replaced by relations."""
+
+    def replace(match: re.Match[str]) -> str:
+        kind, name = match.group(1), match.group(2)
+        if kind == "ref":
+            return project.model(name).relation
+        return source_sql(name, project.sources[name], dataset, existing)
+
+    return _CALL.sub(replace, model.sql)
+
+
+def existing_columns(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, set[str]]:
+    """``{table: {column}}`` of the dataset's tables and views."""
+    rows = con.execute(
+        "select table_name, column_name from information_schema.columns where table_schema = ?",
+        [dataset],
+    ).fetchall()
+    out: dict[str, set[str]] = {}
+    for table, column in rows:
+        out.setdefault(table, set()).add(column)
+    return out
+
+
+@dataclass
+class BuildResult:
+    """What ``build`` made: rows per mart, and the models built."""
+
+    built: list[str] = field(default_factory=list)
+    mart_rows: dict[str, int] = field(default_factory=dict)
+    missing_sources: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        marts = ", ".join(f"{name} {rows:,}" for name, rows in self.mart_rows.items())
+        line = f"models: built {len(self.built)} ({marts} rows)"
+        if self.missing_sources:
+            line += f"; read as empty (not loaded): {', '.join(self.missing_sources)}"
+        return line
+
+
+def build(
+    con: duckdb.DuckDBPyConnection, dataset: str, project: Project | None = None
+) -> BuildResult:
+    """Builds every model on ``con`` in one transaction.
+
+    Raises:
+        ModelError: names the model that failed and carries DuckDB's message; nothing of
+            this build is kept.
+    """
+    project = project or load_project()
+    existing = existing_columns(con, dataset)
+    result = BuildResult()
+    result.missing_sources = sorted(t for t in project.sources if t not in existing)
+    con.execute("begin transaction")
+    try:
+        for layer in LAYERS:
+            con.execute(f'create schema if not exists "{layer}"')
+        for model in project.models:
+            sql = render(model, project, dataset, existing).strip().rstrip(";")
+            kind = LAYERS[model.layer]
+            try:
+                con.execute(f"create or replace {kind} {model.relation} as\n{sql}")
+            except duckdb.Error as exc:
+                raise ModelError(
+                    f"model {model.layer}.{model.name} ({model.path.name}): {exc}"
+                ) from None
+            result.built.append(f"{model.layer}.{model.name}")
+            if kind == "table":
+                row = con.execute(f"select count(*) from {model.relation}").fetchone()
+                result.mart_rows[model.name] = int(row[0]) if row else 0
+        con.execute("commit")
+    except BaseException:
+        con.execute("rollback")
+        raise
+    return result
+
+
+def parquet_views(con: duckdb.DuckDBPyConnection, folder: Path, dataset: str) -> list[str]:
+    """Views ``<dataset>.<table>`` over ``<folder>/<table>.parquet``; the tables viewed."""
+    con.execute(f'create schema if not exists "{dataset}"')
+    tables = []
+    for file in sorted(folder.glob("*.parquet")):
+        table = file.stem
+        if not _IDENT.match(table):
+            continue
+        path = str(file.resolve()).replace("'", "''")
+        view = f'"{dataset}"."{table}"'
+        con.execute(f"create or replace view {view} as select * from read_parquet('{path}')")
+        tables.append(table)
+    return tables
+
+
+def export_marts(con: duckdb.DuckDBPyConnection, folder: Path, names: Iterable[str]) -> None:
+    """Each mart as ``<folder>/<mart>.parquet``, written aside and renamed over the old one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        final = folder / f"{name}.parquet"
+        partial = folder / f".{name}.parquet.partial"
+        target = str(partial).replace("'", "''")
+        con.execute(f'copy (select * from "marts"."{name}") to \'{target}\' (format parquet)')
+        partial.replace(final)
+
+
+def describe(project: Project) -> str:
+    """The ``models --list`` text: every model, its grain, key and columns."""
+    lines: list[str] = []
+    for layer in LAYERS:
+        models = [m for m in project.models if m.layer == layer]
+        kind = "views" if LAYERS[layer] == "view" else "tables"
+        lines.append(f"{layer} ({kind}, schema {layer}), in build order:")
+        for model in models:
+            deps = sorted(model.refs) + [f"source {s}" for s in sorted(model.sources)]
+            lines.append(f"  {layer}.{model.name}: {model.description}")
+            lines.append(f"    grain: {model.grain}")
+            if model.key:
+                lines.append(f"    key: {', '.join(model.key)}")
+            lines.append(f"    reads: {', '.join(deps)}")
+            if layer == "marts":
+                for column, meaning in model.columns.items():
+                    lines.append(f"    - {column}: {meaning}")
+            else:
+                lines.append(f"    columns: {', '.join(model.columns)}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def models_file(target: Target) -> Path:
+    """The DuckDB file the models are built in: the warehouse, or one beside the Parquet."""
+    if target.is_parquet:
+        return target.parquet_dir / MODELS_DUCKDB
+    path = target.duckdb_file()
+    if path is None:
+        raise ModelError(
+            f"the models run on DuckDB and Parquet targets; {target.describe()} is neither "
+            "(run the SQL of sql/ with your own tool there)"
+        )
+    return path
+
+
+def apply(target: Target, project: Project | None = None) -> BuildResult:
+    """Builds the models for ``target``; for Parquet, over views of its files.
+
+    For Parquet the marts are also written as ``<folder>/marts/<mart>.parquet``.
+
+    Raises:
+        ModelError: the target is not DuckDB or Parquet, nothing was synced there yet, or a
+            model failed (named, with DuckDB's message).
+    """
+    project = project or load_project()
+    path = models_file(target)
+    if target.is_parquet and not any(target.parquet_dir.glob("*.parquet")):
+        raise ModelError(f"no Parquet files in {target.parquet_dir}/: run a sync first")
+    if not target.is_parquet and not path.exists():
+        raise ModelError(f"no warehouse at {path}: run a sync first")
+    try:
+        con = duckdb.connect(str(path), config={"memory_limit": duckdb_memory_limit()})
+    except duckdb.Error as exc:
+        raise ModelError(f"cannot open {path}: {exc}") from None
+    try:
+        if target.is_parquet:
+            parquet_views(con, target.parquet_dir, target.dataset)
+        elif not con.execute(
+            "select 1 from information_schema.schemata where schema_name = ?", [target.dataset]
+        ).fetchall():
+            raise ModelError(f"{path} has no dataset {target.dataset!r}: run a sync first")
+        result = build(con, target.dataset, project)
+        if target.is_parquet:
+            export_marts(con, target.parquet_dir / "marts", result.mart_rows)
+        return result
+    finally:
+        con.close()

@@ -1,0 +1,295 @@
+"""The SQL models on the sandbox's tiny data: built, documented, keyed, related, and equal to
+the marts computed in Python from the server's ground truth."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from pipelines.cli import main
+from pipelines.models import ModelError, apply, build, describe, load_project
+from tests.models.truth import Truth
+from tests.sync.harness import Harness
+
+PROJECT = load_project()
+MARTS = [m for m in PROJECT.models if m.layer == "marts"]
+
+# (relation.column, must be found in relation.column); NULLs are not checked
+RELATIONSHIPS = [
+    ("staging.comments.idea_idx", "staging.ideas.idea_idx"),
+    ("staging.comments.follower_idx", "staging.followers.follower_idx"),
+    ("staging.comment_attachments.comment_idx", "staging.comments.comment_idx"),
+    ("staging.follower_companies.follower_idx", "staging.followers.follower_idx"),
+    ("staging.follower_attributes.follower_idx", "staging.followers.follower_idx"),
+    ("staging.announcement_categories.announcement_idx", "staging.announcements.announcement_idx"),
+    ("staging.announcement_ideas.announcement_idx", "staging.announcements.announcement_idx"),
+    ("staging.announcement_ideas.idea_idx", "staging.ideas.idea_idx"),
+    ("staging.announcement_reactions.announcement_idx", "staging.announcements.announcement_idx"),
+    ("staging.ideas.status_idx", "staging.statuses.status_idx"),
+    ("staging.idea_topics.idea_idx", "staging.ideas.idea_idx"),
+    ("staging.idea_topics.topic_idx", "staging.topics.topic_idx"),
+    ("staging.integration_links.idea_idx", "staging.ideas.idea_idx"),
+    ("marts.idea_engagement.idea_idx", "staging.ideas.idea_idx"),
+    ("marts.idea_engagement.status_idx", "marts.status_summary.status_idx"),
+    ("marts.company_feedback.company_id", "staging.follower_companies.company_id"),
+    ("marts.follower_activity.follower_idx", "staging.followers.follower_idx"),
+    ("marts.topic_summary.topic_idx", "staging.topics.topic_idx"),
+    ("marts.status_summary.status_idx", "staging.statuses.status_idx"),
+    ("marts.integration_coverage.integration_type", "staging.integration_links.integration_type"),
+    ("staging.ideas.idea_idx", "marts.idea_engagement.idea_idx"),
+    ("staging.followers.follower_idx", "marts.follower_activity.follower_idx"),
+]
+
+
+def _connect(harness: Harness) -> duckdb.DuckDBPyConnection:
+    path = harness.target().duckdb_file()
+    assert path is not None
+    return duckdb.connect(str(path), read_only=True)
+
+
+def _utc(value: Any) -> Any:
+    return value.astimezone(UTC) if isinstance(value, datetime) else value
+
+
+def _mart(con: duckdb.DuckDBPyConnection, name: str) -> dict[Any, dict[str, Any]]:
+    """The mart's rows keyed by its documented key (one column: the value; more: a tuple)."""
+    model = PROJECT.model(name)
+    cursor = con.execute(f'select * from marts."{name}"')
+    columns = [d[0] for d in cursor.description]
+    out = {}
+    for values in cursor.fetchall():
+        row = {c: _utc(v) for c, v in zip(columns, values, strict=True)}
+        key = tuple(row.pop(k) for k in model.key)
+        out[key[0] if len(key) == 1 else key] = row
+    return out
+
+
+def _same(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, float) or isinstance(actual, float):
+        return actual is not None and math.isclose(expected, actual, rel_tol=1e-9, abs_tol=1e-9)
+    return bool(expected == actual)
+
+
+def test_every_mart_equals_the_truth_computed_in_python(harness: Harness) -> None:
+    harness.mutate(seed=3, fraction=0.2)  # deletes, renames, new rows: not just the seed
+    harness.sync(full=True)
+    truth = Truth(harness.dump())
+    con = _connect(harness)
+    try:
+        for model in MARTS:
+            expected = getattr(truth, model.name)()
+            actual = _mart(con, model.name)
+            assert expected, f"{model.name}: the tiny data should give rows"
+            assert set(actual) == set(expected), model.name
+            for key, row in expected.items():
+                for column, value in row.items():
+                    assert _same(value, actual[key][column]), (
+                        f"{model.name}[{key}].{column}: expected {value!r}, "
+                        f"got {actual[key][column]!r}"
+                    )
+    finally:
+        con.close()
+
+
+def test_models_are_documented_keyed_and_related(harness: Harness) -> None:
+    result = harness.sync()
+    assert result.models is not None and result.models_error is None
+    assert set(result.models.built) == {f"{m.layer}.{m.name}" for m in PROJECT.models}
+    con = _connect(harness)
+    try:
+        for model in PROJECT.models:
+            cursor = con.execute(f"select * from {model.relation} limit 0")
+            built = [d[0] for d in cursor.description]
+            assert built == list(model.columns), f"{model.name}: documented columns differ"
+            assert model.key, f"{model.name}: no key documented"
+            keys = ", ".join(model.key)
+            nulls = " or ".join(f"{k} is null" for k in model.key)
+            row = con.execute(
+                f"select count(*), count(distinct ({keys})), count(*) filter (where {nulls}) "
+                f"from {model.relation}"
+            ).fetchone()
+            assert row is not None
+            total, distinct, null_keys = row
+            assert total > 0, f"{model.name} is empty on the tiny data"
+            assert (distinct, null_keys) == (total, 0), f"{model.name}: key not unique or null"
+        # no dlt bookkeeping in the staging views
+        for model in PROJECT.models:
+            assert not any(c.startswith("_dlt") for c in model.columns), model.name
+        for child, parent in RELATIONSHIPS:
+            c_rel, c_col = child.rsplit(".", 1)
+            p_rel, p_col = parent.rsplit(".", 1)
+            orphans = con.execute(
+                f"select count(*) from {c_rel} where {c_col} is not null "
+                f"and {c_col} not in (select {p_col} from {p_rel} where {p_col} is not null)"
+            ).fetchone()
+            assert orphans == (0,), f"{child} -> {parent}: {orphans[0] if orphans else '?'}"
+    finally:
+        con.close()
+
+
+def test_a_failing_model_names_itself_and_keeps_the_previous_build(
+    harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    harness.sync()
+    broken = tmp_path / "sql"
+    shutil.copytree(PROJECT.models[0].path.parent.parent, broken)
+    (broken / "marts" / "idea_engagement.sql").write_text(
+        "-- idea_engagement: broken\n-- grain: none\n-- columns:\n--   x: y\n"
+        "select no_such_column from {{ ref('ideas') }}\n"
+    )
+    path = harness.target().duckdb_file()
+    assert path is not None
+    con = duckdb.connect(str(path))
+    try:
+        before = con.execute("select count(*) from marts.idea_engagement").fetchone()
+        with pytest.raises(ModelError) as caught:
+            build(con, "feedback", load_project(broken))
+        message = str(caught.value)
+        assert "marts.idea_engagement" in message and "idea_engagement.sql" in message
+        assert "no_such_column" in message  # DuckDB's own message
+        # one transaction: the mart (and everything else) is as the last good build left it
+        assert con.execute("select count(*) from marts.idea_engagement").fetchone() == before
+        columns = [d[0] for d in con.execute("select * from marts.idea_engagement").description]
+        assert "commenter_monthly_spend" in columns
+    finally:
+        con.close()
+    _point_cli_at(harness, monkeypatch)
+    assert main(["models", "--sql-dir", str(broken)]) == 1
+    err = capsys.readouterr().err
+    assert "feedback-sync models: error: model marts.idea_engagement" in err
+
+
+def _point_cli_at(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = harness.target().duckdb_file()
+    monkeypatch.setenv("DESTINATION__DUCKDB__CREDENTIALS", str(path))
+
+
+def test_sql_folder_mistakes_are_named(tmp_path: Path) -> None:
+    root = tmp_path / "sql"
+    shutil.copytree(PROJECT.models[0].path.parent.parent, root)
+    (root / "marts" / "loop.sql").write_text(
+        "-- loop: a\n-- grain: b\n-- columns:\n--   x: y\nselect * from {{ ref('loop2') }}\n"
+    )
+    (root / "marts" / "loop2.sql").write_text(
+        "-- loop2: a\n-- grain: b\n-- columns:\n--   x: y\nselect * from {{ ref('loop') }}\n"
+    )
+    with pytest.raises(ModelError, match="cycle"):
+        load_project(root)
+    (root / "marts" / "loop2.sql").write_text(
+        "-- loop2: a\n-- grain: b\n-- columns:\n--   x: y\nselect * from {{ ref('nothing') }}\n"
+    )
+    with pytest.raises(ModelError, match=r"loop2\.sql: ref\('nothing'\)"):
+        load_project(root)
+    (root / "marts" / "loop2.sql").write_text("select 1\n")
+    with pytest.raises(ModelError, match=r"loop2\.sql: opens without its doc comment"):
+        load_project(root)
+    (root / "marts" / "loop2.sql").unlink()
+    (root / "marts" / "loop.sql").write_text(
+        "-- loop: a\n-- grain: b\n-- columns:\n--   x: y\nselect * from {{ source('nope') }}\n"
+    )
+    with pytest.raises(ModelError, match=r"loop\.sql: source\('nope'\)"):
+        load_project(root)
+
+
+def test_tables_never_loaded_read_as_empty_and_soft_deletes_are_hidden(harness: Harness) -> None:
+    # only two resources: every other source is missing, and the models still build
+    result = harness.sync(resources=["topics", "statuses"])
+    assert result.models is not None, result.models_error
+    assert "comments" in result.models.missing_sources
+    con = _connect(harness)
+    try:
+        assert con.execute("select count(*) from marts.idea_engagement").fetchone() == (0,)
+        assert con.execute("select count(*) from marts.topic_summary").fetchone() == (6,)
+    finally:
+        con.close()
+
+
+def test_soft_deleted_rows_stay_out_of_the_models(harness: Harness) -> None:
+    harness.sync(delete_mode="soft")
+    harness.mutate(seed=4, counts={"followers": {"delete": 3}, "comments": {"delete": 4}})
+    harness.sync(full=True, delete_mode="soft")
+    truth = harness.dump()
+    con = _connect(harness)
+    try:
+        marked = con.execute(
+            "select count(*) from feedback.followers where _deleted_at is not null"
+        ).fetchone()
+        assert marked == (3,)
+        followers = con.execute("select count(*) from staging.followers").fetchone()
+        assert followers == (len(truth["followers"]),)
+        comments = con.execute("select count(*) from staging.comments").fetchone()
+        assert comments == (len(truth["comments"]),)
+    finally:
+        con.close()
+
+
+def test_parquet_models_match_the_duckdb_ones(harness: Harness) -> None:
+    harness.sync()
+    result = harness.sync(destination="parquet")
+    assert result.models is not None, result.models_error
+    folder = harness.tmp / "parquet"
+    con = _connect(harness)
+    try:
+        for model in MARTS:
+            file = folder / "marts" / f"{model.name}.parquet"
+            assert file.exists(), file
+            order = ", ".join(model.key)
+            from_duckdb = con.execute(f"select * from marts.{model.name} order by {order}")
+            from_parquet = duckdb.execute(
+                f"select * from read_parquet('{file}') order by {order}"
+            ).fetchall()
+            assert from_duckdb.fetchall() == from_parquet, model.name
+    finally:
+        con.close()
+    # the models file queries the Parquet files through views
+    with duckdb.connect(str(folder / "models.duckdb"), read_only=True) as models:
+        sql = "select count(*) from staging.comments"
+        assert models.execute(sql).fetchone() == (len(harness.dump()["comments"]),)
+
+
+def test_no_models_switch_and_the_models_command(
+    harness: Harness, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness.sync(models=False)
+    con = _connect(harness)
+    try:
+        sql = "select schema_name from information_schema.schemata"
+        schemas = {r[0] for r in con.execute(sql).fetchall()}
+    finally:
+        con.close()
+    assert "marts" not in schemas
+    _point_cli_at(harness, monkeypatch)
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert f"models: built {len(PROJECT.models)} (" in out
+    con = _connect(harness)
+    try:
+        assert con.execute("select count(*) from marts.idea_engagement").fetchone() == (12,)
+    finally:
+        con.close()
+
+
+def test_models_list_shows_grain_key_and_columns(capsys: Any) -> None:
+    assert main(["models", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip() == describe(PROJECT)
+    for model in MARTS:
+        assert f"marts.{model.name}: " in out
+        assert model.grain in out
+        for column in model.columns:
+            assert f"- {column}: " in out
+
+
+def test_models_on_a_target_without_a_sync_say_so(tmp_path: Path) -> None:
+    from pipelines.warehouse import Target
+
+    with pytest.raises(ModelError, match="run a sync first"):
+        apply(Target(destination="duckdb", duckdb_path=tmp_path / "none.duckdb"))
+    with pytest.raises(ModelError, match="DuckDB and Parquet targets"):
+        apply(Target(destination="postgres"))

@@ -1,0 +1,225 @@
+"""Each mart computed in plain Python from the sandbox's ground truth (``/_sandbox/dump``).
+
+Written from the marts' documented meaning, not from their SQL: the tests compare the two.
+Rows are dicts keyed by the mart's key; money is rounded to cents, times are UTC.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, date, datetime
+from typing import Any
+
+Row = dict[str, Any]
+
+
+def ts(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def cents(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+class Truth:
+    """The marts of one dump."""
+
+    def __init__(self, dump: dict[str, Any]) -> None:
+        self.dump = dump
+        self.followers = {f["idx"]: f for f in dump["followers"]}
+        self.companies: dict[str, tuple[str, float | None]] = {}
+        self.members: dict[str, set[str]] = defaultdict(set)
+        self.companies_of: dict[str, set[str]] = defaultdict(set)
+        for follower in dump["followers"]:
+            for company in follower.get("companies") or []:
+                self.companies[company["id"]] = (company["name"], company.get("monthly_spend"))
+                self.members[company["id"]].add(follower["idx"])
+                self.companies_of[follower["idx"]].add(company["id"])
+        self.comments_by_idea: dict[str, list[Row]] = defaultdict(list)
+        self.comments_by_follower: dict[str, list[Row]] = defaultdict(list)
+        for comment in dump["comments"]:
+            self.comments_by_idea[comment["idea_idx"]].append(comment)
+            self.comments_by_follower[comment["follower"]["idx"]].append(comment)
+
+    def spend(self, company_id: str) -> float:
+        return self.companies[company_id][1] or 0.0
+
+    @staticmethod
+    def _activity(comments: list[Row]) -> Row:
+        times = [ts(c["created_at"]) for c in comments]
+        return {
+            "public_comments": sum(1 for c in comments if not c["is_private"]),
+            "private_notes": sum(1 for c in comments if c["is_private"]),
+            "ideas_engaged": len({c["idea_idx"] for c in comments}),
+            "first_activity_at": min(times) if times else None,
+            "last_activity_at": max(times) if times else None,
+        }
+
+    def company_feedback(self) -> dict[Any, Row]:
+        out = {}
+        for company_id, (name, spend) in self.companies.items():
+            written = [c for f in self.members[company_id] for c in self.comments_by_follower[f]]
+            out[company_id] = {
+                "company_name": name,
+                "monthly_spend": spend,
+                "followers": len(self.members[company_id]),
+                **self._activity(written),
+            }
+        return out
+
+    def idea_engagement(self) -> dict[Any, Row]:
+        statuses = {s["idx"]: s["name"] for s in self.dump["statuses"]}
+        links: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for link in self.dump["integration_links"]:
+            links[link["idea_idx"]][link["type"]] += 1
+        shipped: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
+        for post in self.dump["announcements"]:
+            if post["is_published"]:
+                for idea in {i["idx"] for i in post["ideas"]}:
+                    shipped[idea].append((ts(post["published_at"]), post["idx"]))
+        out = {}
+        for idea in self.dump["ideas"]:
+            idx = idea["idx"]
+            comments = self.comments_by_idea[idx]
+            activity = self._activity(comments)
+            companies = {
+                company for c in comments for company in self.companies_of[c["follower"]["idx"]]
+            }
+            posts = sorted(shipped[idx])
+            out[idx] = {
+                "idea_name": idea["name"],
+                "status_idx": idea["status_idx"],
+                "status_name": statuses.get(idea["status_idx"]),
+                "public_comments": activity["public_comments"],
+                "private_notes": activity["private_notes"],
+                "distinct_commenters": len({c["follower"]["idx"] for c in comments}),
+                "first_activity_at": activity["first_activity_at"],
+                "last_activity_at": activity["last_activity_at"],
+                "linked_records": sum(links[idx].values()),
+                "links_by_type": dict(links[idx]),
+                "shipped_in_announcements": len(posts),
+                "shipped_announcement_idxs": [p[1] for p in posts],
+                "first_shipped_at": posts[0][0] if posts else None,
+                "commenter_companies": len(companies),
+                "commenter_monthly_spend": cents(sum(self.spend(c) for c in companies)),
+            }
+        return out
+
+    def announcement_calendar(self) -> dict[Any, Row]:
+        cells: dict[tuple[date, str], Row] = {}
+        for post in self.dump["announcements"]:
+            if post["is_published"]:
+                state = "posts_published"
+            elif post["published_at"] is not None:
+                state = "scheduled_posts"
+            else:
+                state = "drafts"
+            when = ts(post["published_at"] or post["created_at"])
+            assert when is not None
+            month = date(when.year, when.month, 1)
+            categories = post["categories"] or [{"idx": "(none)", "name": "(uncategorized)"}]
+            for category in {c["idx"]: c for c in categories}.values():
+                cell = cells.setdefault(
+                    (month, category["idx"]),
+                    {
+                        "category_name": category["name"],
+                        "posts_published": 0,
+                        "scheduled_posts": 0,
+                        "drafts": 0,
+                        "reactions_by_emoji": defaultdict(int),
+                        "ideas": set(),
+                    },
+                )
+                cell[state] += 1
+                if state == "posts_published":
+                    for emoji, count in (post.get("reaction_count") or {}).items():
+                        cell["reactions_by_emoji"][emoji] += count
+                    cell["ideas"] |= {i["idx"] for i in post["ideas"]}
+        out = {}
+        for key, cell in cells.items():
+            reactions = dict(cell.pop("reactions_by_emoji"))
+            ideas = cell.pop("ideas")
+            out[key] = {
+                **cell,
+                "reactions_total": sum(reactions.values()),
+                "reactions_by_emoji": reactions,
+                "ideas_shipped": len(ideas),
+            }
+        return out
+
+    def follower_activity(self) -> dict[Any, Row]:
+        out = {}
+        for idx, follower in self.followers.items():
+            companies = self.companies_of[idx]
+            activity = self._activity(self.comments_by_follower[idx])
+            out[idx] = {
+                "follower_name": follower["name"],
+                "email": follower["email"],
+                "created_at": ts(follower["created_at"]),
+                "companies": len(companies),
+                "company_monthly_spend": cents(sum(self.spend(c) for c in companies)),
+                **activity,
+            }
+        return out
+
+    def _rollup(self, ideas: list[str], engagement: dict[Any, Row]) -> Row:
+        rows = [engagement[i] for i in ideas]
+        return {
+            "ideas": len(rows),
+            "public_comments": sum(r["public_comments"] for r in rows),
+            "private_notes": sum(r["private_notes"] for r in rows),
+            "demand_monthly_spend": cents(sum(r["commenter_monthly_spend"] for r in rows)),
+            "shipped_ideas": sum(1 for r in rows if r["shipped_in_announcements"] > 0),
+        }
+
+    def topic_summary(self) -> dict[Any, Row]:
+        engagement = self.idea_engagement()
+        out = {}
+        for topic in self.dump["topics"]:
+            ideas = [i["idx"] for i in self.dump["ideas"] if topic["idx"] in i["topic_idxs"]]
+            out[topic["idx"]] = {
+                "topic_name": topic["name"],
+                "sort_order": topic["order"],
+                **self._rollup(ideas, engagement),
+                "linked_records": sum(engagement[i]["linked_records"] for i in ideas),
+            }
+        return out
+
+    def status_summary(self) -> dict[Any, Row]:
+        engagement = self.idea_engagement()
+        ordered = sorted(self.dump["statuses"], key=lambda s: (ts(s["created_at"]), s["idx"]))
+        out = {}
+        for position, status in enumerate(ordered, start=1):
+            ideas = [i["idx"] for i in self.dump["ideas"] if i["status_idx"] == status["idx"]]
+            out[status["idx"]] = {
+                "status_name": status["name"],
+                "color": status["color"],
+                "funnel_position": position,
+                **self._rollup(ideas, engagement),
+            }
+        return out
+
+    def integration_coverage(self) -> dict[Any, Row]:
+        engagement = self.idea_engagement()
+        total_demand = sum(r["commenter_monthly_spend"] for r in engagement.values())
+        by_type: dict[str, list[Row]] = defaultdict(list)
+        for link in self.dump["integration_links"]:
+            by_type[link["type"]].append(link)
+        out = {}
+        for kind, links in by_type.items():
+            ideas = {link["idea_idx"] for link in links} & set(engagement)
+            demand = sum(engagement[i]["commenter_monthly_spend"] for i in ideas)
+            times = [ts(link["created_at"]) for link in links]
+            out[kind] = {
+                "links": len(links),
+                "ideas_linked": len(ideas),
+                "ideas_total": len(engagement),
+                "share_of_ideas": round(len(ideas) / len(engagement), 4) if engagement else 0.0,
+                "demand_linked_monthly_spend": cents(demand),
+                "share_of_demand": round(demand / total_demand, 4) if total_demand else 0.0,
+                "first_linked_at": min(times),
+                "last_linked_at": max(times),
+            }
+        return out
