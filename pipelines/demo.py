@@ -9,9 +9,11 @@ warehouse.
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from pathlib import Path
 
+import duckdb
 import httpx
 
 from pipelines.feedback.settings import FeedbackSettings
@@ -80,6 +82,13 @@ def run(scale: str = "demo", seed: int = 1) -> int:
         second = run_sync(target, settings=settings)
         print(second.summary())
 
+    for result in (first, second):
+        if result.models_error is not None:
+            print(f"demo: error: {result.models_error}", file=sys.stderr)
+            return 1
+    print("\n== 4. the marts: ideas with the most revenue behind them (marts.idea_engagement) ==")
+    print(_top_ideas(target))
+
     print("\n== what changed in the warehouse ==")
     print(_changes_table(first, second))
     share = second.requests / first.requests if first.requests else 0.0
@@ -93,6 +102,28 @@ def run(scale: str = "demo", seed: int = 1) -> int:
         f"demo: done in {time.perf_counter() - started:.1f}s. The warehouse is "
         f"{DEMO_DIR / 'demo.duckdb'}: try\n"
         f"  .venv/bin/python -c \"import duckdb; print(duckdb.connect('{DEMO_DIR}/demo.duckdb', "
-        "read_only=True).sql('select type, count(*) from feedback.comments group by 1'))\""
+        "read_only=True).sql('select * from marts.status_summary'))\"\n"
+        "  ./run feedback-sync models --list   (what each mart holds)"
     )
     return 0
+
+
+def _top_ideas(target: Target) -> str:
+    path = target.duckdb_file()
+    assert path is not None
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = con.execute(
+            "select idea_name, coalesce(status_name, '-'), public_comments, private_notes, "
+            "commenter_companies, commenter_monthly_spend from marts.idea_engagement "
+            "order by commenter_monthly_spend desc, idea_idx limit 5"
+        ).fetchall()
+    lines = [
+        f"  {'idea':<34} {'status':<14} {'comments':>8} {'notes':>6} {'companies':>9} "
+        f"{'spend/month':>12}"
+    ]
+    for name, status, comments, notes, companies, spend in rows:
+        lines.append(
+            f"  {name[:34]:<34} {status[:14]:<14} {comments:>8,} {notes:>6,} {companies:>9,} "
+            f"{spend:>12,.2f}"
+        )
+    return "\n".join(lines)
