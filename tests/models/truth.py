@@ -223,3 +223,45 @@ class Truth:
                 "last_linked_at": max(times),
             }
         return out
+
+    def activity_by_month(self) -> dict[Any, Row]:
+        def month(value: str) -> date:
+            when = ts(value)
+            assert when is not None
+            return date(when.year, when.month, 1)
+
+        cells: dict[date, Row] = defaultdict(
+            lambda: {
+                "public_comments": 0,
+                "private_notes": 0,
+                "commenters": set(),
+                "ideas": set(),
+                "new_ideas": 0,
+                "new_followers": 0,
+            }
+        )
+        for comment in self.dump["comments"]:
+            cell = cells[month(comment["created_at"])]
+            cell["private_notes" if comment["is_private"] else "public_comments"] += 1
+            cell["commenters"].add(comment["follower"]["idx"])
+            cell["ideas"].add(comment["idea_idx"])
+        for idea in self.dump["ideas"]:
+            cells[month(idea["created_at"])]["new_ideas"] += 1
+        for follower in self.dump["followers"]:
+            cells[month(follower["created_at"])]["new_followers"] += 1
+        first, last = min(cells), max(cells)
+        out = {}
+        current = first
+        while current <= last:
+            cell = cells[current]
+            out[current] = {
+                "public_comments": cell["public_comments"],
+                "private_notes": cell["private_notes"],
+                "active_commenters": len(cell["commenters"]),
+                "ideas_commented": len(cell["ideas"]),
+                "new_ideas": cell["new_ideas"],
+                "new_followers": cell["new_followers"],
+            }
+            year, mon = divmod(current.month, 12)
+            current = date(current.year + year, mon + 1, 1)
+        return out
