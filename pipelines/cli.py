@@ -4,6 +4,7 @@ Subcommands:
     sync      pull the Feedback API into DuckDB, Parquet or another dlt destination
     status    the saved state per resource and the row counts of the warehouse
     models    build the SQL models of sql/ (staging views, marts); --list describes them
+    report    write a self-contained HTML dashboard drawn from the marts
     sandbox   run the reference server on loopback (tests, demos, benchmarks)
     demo      reference server, full sync, a change at the server, normal sync, summary
 
@@ -177,6 +178,37 @@ def _run_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write a self-contained HTML dashboard drawn from the marts",
+        description="Write one HTML file (styles and SVG charts inline; it fetches nothing) "
+        "with revenue-weighted demand by idea, announcement cadence, comment activity, the "
+        "status funnel and integration coverage, from the marts the last sync or "
+        "`feedback-sync models` built.",
+    )
+    p.add_argument(
+        "--output", default="data/report.html", help="the HTML file (default data/report.html)"
+    )
+    _target_arguments(p)
+    p.set_defaults(run=_run_report)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pipelines.models import ModelError
+    from pipelines.report import write
+
+    try:
+        report = write(_target(args), Path(args.output))
+    except ModelError as exc:
+        print(f"feedback-sync report: error: {exc}", file=sys.stderr)
+        return 1
+    print(report.summary())
+    return 0
+
+
 def _sandbox_parser(sub: Any) -> None:
     from sandbox.seed import SCALES
     from sandbox.settings import (
@@ -338,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     _sync_parser(sub)
     _status_parser(sub)
     _models_parser(sub)
+    _report_parser(sub)
     _sandbox_parser(sub)
     _demo_parser(sub)
     return parser

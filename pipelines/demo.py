@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import httpx
 
+from pipelines import report
 from pipelines.feedback.settings import FeedbackSettings
 from pipelines.sync import SyncResult, run_sync
 from pipelines.warehouse import Target
@@ -88,6 +89,8 @@ def run(scale: str = "demo", seed: int = 1) -> int:
             return 1
     print("\n== 4. the marts: ideas with the most revenue behind them (marts.idea_engagement) ==")
     print(_top_ideas(target))
+    dashboard = report.write(target, DEMO_DIR / "report.html")
+    print(f"  the dashboard: {dashboard.summary()}")
 
     print("\n== what changed in the warehouse ==")
     print(_changes_table(first, second))

@@ -29,10 +29,12 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines.export import write_parquet
 from pipelines.warehouse import Target, duckdb_memory_limit
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
-LAYERS = {"staging": "view", "marts": "table"}
+MARTS_SCHEMA = "marts"
+LAYERS = {"staging": "view", MARTS_SCHEMA: "table"}
 MODELS_DUCKDB = "models.duckdb"
 _CALL = re.compile(r"\{\{\s*(source|ref)\(\s*'([A-Za-z0-9_]+)'\s*\)\s*\}\}")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -268,11 +270,7 @@ def export_marts(con: duckdb.DuckDBPyConnection, folder: Path, names: Iterable[s
     """Each mart as ``<folder>/<mart>.parquet``, written aside and renamed over the old one."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
-        final = folder / f"{name}.parquet"
-        partial = folder / f".{name}.parquet.partial"
-        target = str(partial).replace("'", "''")
-        con.execute(f'copy (select * from "marts"."{name}") to \'{target}\' (format parquet)')
-        partial.replace(final)
+        write_parquet(con.execute, f'"{MARTS_SCHEMA}"."{name}"', folder / f"{name}.parquet")
 
 
 def describe(project: Project) -> str:
