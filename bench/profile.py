@@ -108,6 +108,7 @@ def full_sync(workdir: Path, env: dict[str, str]) -> str:
     argv += ["--format", "raw"]
     argv += ["--nonblocking", "--output", str(out), "--"]
     argv += [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
+    argv += ["--no-models"]
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=workdir, env=child_env(**env), capture_output=True, text=True)
     wall = time.perf_counter() - started

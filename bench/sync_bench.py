@@ -9,7 +9,9 @@ process on loopback, and these run one after another, each as its own measured p
    bodies: the floor;
 3. **full sync -> Parquet**;
 4. **peer**: dlt's ``rest_api`` source, configured declaratively, into DuckDB;
-5. **normal sync -> DuckDB** with nothing changed (the first after the full one, which
+5. **SQL models**: ``feedback-sync models`` on that warehouse (the syncs run with
+   ``--no-models``, so the sync and the models are measured apart);
+6. **normal sync -> DuckDB** with nothing changed (the first after the full one, which
    also reads each link type once to get its cursor), then again after the sandbox changed
    1% of its data (seeded): the 1% target is measured on that second, steady-state run.
 
@@ -60,6 +62,8 @@ PEER = "peer: dlt rest_api -> DuckDB"
 # no saved type cursors yet); the 1% target is measured on the run after it, as scheduled
 # runs see it
 FIRST_NORMAL = "normal sync, nothing changed"
+# the syncs run with --no-models; building the SQL models is measured on its own
+MODELS = "SQL models (feedback-sync models)"
 NORMAL = "normal sync after 1% change"
 
 # targets: (label, run measured, run compared with, limit, kind)
@@ -137,6 +141,7 @@ class Bench:
     ) -> list[dict[str, Any]]:
         """A measured sync; the requests it made."""
         argv = [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
+        argv.append("--no-models")
         run, stdout, requests = self._measured(
             sandbox, latency, name, argv + list(args), cwd, **sandbox.sync_env()
         )
@@ -159,6 +164,10 @@ class Bench:
         sandbox.set_latency(latency)
 
         entries = self._sync(sandbox, latency, FULL_DUCKDB, here / "duckdb")
+        if latency == 0:
+            argv = [sys.executable, "-m", "pipelines.cli", "models"]
+            run, _, _ = self._measured(sandbox, latency, MODELS, argv, here / "duckdb")
+            self._done(run)
         urls = here / "urls.txt"
         urls.write_text(
             "\n".join(e["path"] + ("?" + e["query"] if e["query"] else "") for e in entries) + "\n"

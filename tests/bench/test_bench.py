@@ -15,6 +15,7 @@ from bench.sync_bench import BEGIN, END, Run, rows_loaded, targets, write_result
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = (
     "full sync -> DuckDB",
+    "SQL models (feedback-sync models)",
     "raw fetch (floor)",
     "full sync -> Parquet",
     "peer: dlt rest_api -> DuckDB",
@@ -43,15 +44,20 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     rows = [
         line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 10
     ]
-    assert len(rows) == 11
+    assert len(rows) == 12
     for latency in ("0 ms", "5 ms"):
         names = [row.split(" | ")[2] for row in rows if f"| {latency} |" in row]
-        expected = [n for n in RUNS if latency == "0 ms" or "Parquet" not in n]
+        expected = [
+            n for n in RUNS if latency == "0 ms" or not ("Parquet" in n or n.startswith("SQL"))
+        ]
         assert names == expected, latency
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         wall, cpu, rss, landed, requests = cells[3:8]
         assert float(wall) > 0 and float(cpu) > 0 and float(rss.replace(",", "")) > 20
+        if cells[2].startswith("SQL models"):
+            assert (requests, landed) == ("0", "-")  # the models read the warehouse only
+            continue
         assert int(requests.replace(",", "")) > 0
         assert landed == "-" if cells[2].startswith("raw") else int(landed.replace(",", "")) > 0
     # the floor replays exactly the full sync's requests
