@@ -20,6 +20,7 @@ back (the previous models stay as they were) and raises ``ModelError`` naming th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tomllib
 from collections.abc import Iterable
@@ -30,6 +31,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines.export import write_parquet
+from pipelines.feedback.arrow import PARENT_KEYS
 from pipelines.warehouse import Target, duckdb_memory_limit
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -162,16 +164,39 @@ def _parse(path: Path, layer: str) -> Model:
 def source_sql(
     table: str, declared: dict[str, str], dataset: str, existing: dict[str, set[str]]
 ) -> str:
-    """The relation ``source('table')`` stands for: the declared columns of what landed."""
+    """The relation ``source('table')`` stands for: the declared columns of what landed.
+
+    A declared column the loader split by type (``<col>__v_<type>`` variants, when a value
+    of another type arrived after the column's type was fixed) reads as one column again.
+    Soft-deleted rows are left out, and so are the child rows of a soft-deleted parent.
+    """
     present = existing.get(table)
     if present is None:
         columns = ", ".join(f'cast(null as {t}) as "{c}"' for c, t in declared.items())
         return f"(select {columns} where false)"
-    parts = [
-        f'"{c}"' if c in present else f'cast(null as {t}) as "{c}"' for c, t in declared.items()
-    ]
-    where = " where _deleted_at is null" if "_deleted_at" in present else ""
-    return f'(select {", ".join(parts)} from "{dataset}"."{table}"{where})'
+    parts = []
+    for column, kind in declared.items():
+        variants = sorted(c for c in present if c.startswith(f"{column}__v_"))
+        if column not in present and not variants:
+            parts.append(f'cast(null as {kind}) as "{column}"')
+        elif not variants:
+            parts.append(f't."{column}"')
+        else:
+            options = [f't."{column}"'] if column in present else []
+            options += [f'try_cast(t."{v}" as {kind})' for v in variants]
+            parts.append(f'coalesce({", ".join(options)}) as "{column}"')
+    where = []
+    if "_deleted_at" in present:
+        where.append("t._deleted_at is null")
+    root = table.split("__", 1)[0]
+    key = PARENT_KEYS.get(root)
+    if root != table and key in present and "_deleted_at" in existing.get(root, set()):
+        where.append(
+            f'not exists (select 1 from "{dataset}"."{root}" as p '
+            f'where p.idx = t."{key}" and p._deleted_at is not null)'
+        )
+    condition = f" where {' and '.join(where)}" if where else ""
+    return f'(select {", ".join(parts)} from "{dataset}"."{table}" as t{condition})'
 
 
 def render(model: Model, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
@@ -246,13 +271,19 @@ def build(
                 result.mart_rows[model.name] = int(row[0]) if row else 0
         con.execute("commit")
     except BaseException:
-        con.execute("rollback")
+        # a rollback that fails too must not hide why the build failed
+        with contextlib.suppress(duckdb.Error):
+            con.execute("rollback")
         raise
     return result
 
 
 def parquet_views(con: duckdb.DuckDBPyConnection, folder: Path, dataset: str) -> list[str]:
-    """Views ``<dataset>.<table>`` over ``<folder>/<table>.parquet``; the tables viewed."""
+    """Views ``<dataset>.<table>`` over ``<folder>/<table>.parquet``; the tables viewed.
+
+    Views of files no longer there are dropped. The paths are absolute: the models file is
+    rebuilt by every ``models`` run, so a moved folder needs one run to follow.
+    """
     con.execute(f'create schema if not exists "{dataset}"')
     tables = []
     for file in sorted(folder.glob("*.parquet")):
@@ -261,16 +292,35 @@ def parquet_views(con: duckdb.DuckDBPyConnection, folder: Path, dataset: str) ->
             continue
         path = str(file.resolve()).replace("'", "''")
         view = f'"{dataset}"."{table}"'
-        con.execute(f"create or replace view {view} as select * from read_parquet('{path}')")
+        try:
+            con.execute(f"create or replace view {view} as select * from read_parquet('{path}')")
+        except duckdb.Error as exc:
+            raise ModelError(f"cannot read {file}: {exc}") from None
         tables.append(table)
+    stale = con.execute(
+        "select view_name from duckdb_views() where schema_name = ? and not internal", [dataset]
+    ).fetchall()
+    for (name,) in stale:
+        if name not in tables:
+            con.execute(f'drop view "{dataset}"."{name}"')
     return tables
 
 
 def export_marts(con: duckdb.DuckDBPyConnection, folder: Path, names: Iterable[str]) -> None:
-    """Each mart as ``<folder>/<mart>.parquet``, written aside and renamed over the old one."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        write_parquet(con.execute, f'"{MARTS_SCHEMA}"."{name}"', folder / f"{name}.parquet")
+    """Each mart as ``<folder>/<mart>.parquet``: all written aside first, then all renamed."""
+    staged = folder / ".next"
+    try:
+        staged.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in names:
+            relation = f'"{MARTS_SCHEMA}"."{name}"'
+            write_parquet(con.execute, relation, staged / f"{name}.parquet")
+            written.append(name)
+        for name in written:
+            (staged / f"{name}.parquet").replace(folder / f"{name}.parquet")
+        staged.rmdir()
+    except (OSError, duckdb.Error) as exc:
+        raise ModelError(f"writing the marts to {folder}: {exc}") from None
 
 
 def describe(project: Project) -> str:
@@ -339,5 +389,7 @@ def apply(target: Target, project: Project | None = None) -> BuildResult:
         if target.is_parquet:
             export_marts(con, target.parquet_dir / "marts", result.mart_rows)
         return result
+    except duckdb.Error as exc:
+        raise ModelError(f"{path}: {exc}") from None
     finally:
         con.close()

@@ -119,7 +119,8 @@ def render(con: duckdb.DuckDBPyConnection, source: str) -> tuple[str, int]:
     )
     calendar = _rows(
         con,
-        f"""select month, category_name, posts_published from {m}.announcement_calendar
+        f"""select month, category_idx, category_name, posts_published
+            from {m}.announcement_calendar
             where month >= (select max(month) from {m}.announcement_calendar
                             where posts_published > 0) - interval {CADENCE_MONTHS - 1} month
             order by month""",
@@ -163,8 +164,8 @@ def render(con: duckdb.DuckDBPyConnection, source: str) -> tuple[str, int]:
         _section(
             "cadence",
             "Announcement cadence",
-            f"Posts published per month and category, the last {CADENCE_MONTHS} months with "
-            "posts (a post in two categories counts in both).",
+            f"Posts published per month and category, up to {CADENCE_MONTHS} months back from "
+            "the latest post (a post in two categories counts in both).",
             _stacked_columns(calendar),
         ),
         _section(
@@ -289,30 +290,45 @@ def _month_label(value: date) -> str:
     return value.strftime("%b %y")
 
 
+def _months(first: date, last: date) -> list[date]:
+    """Every first-of-month from ``first`` to ``last``."""
+    out, current = [], date(first.year, first.month, 1)
+    while current <= last:
+        out.append(current)
+        year, month = divmod(current.month, 12)
+        current = date(current.year + year, month + 1, 1)
+    return out
+
+
 def _stacked_columns(rows: Sequence[dict[str, Any]]) -> str:
-    """Posts per month, stacked by category; the smaller categories as 'other'."""
+    """Posts per month (every month in the range), stacked by category; the smaller
+    categories together as one more stack."""
     rows = [r for r in rows if r["posts_published"]]
     if not rows:
         return _empty()
     totals: dict[str, int] = {}
+    names: dict[str, str] = {}
     for r in rows:
-        totals[r["category_name"]] = totals.get(r["category_name"], 0) + int(r["posts_published"])
+        idx = str(r["category_idx"])
+        totals[idx] = totals.get(idx, 0) + int(r["posts_published"])
+        names[idx] = str(r["category_name"] or idx)
     ranked = sorted(totals, key=lambda c: (-totals[c], c))
     shown = ranked[:CATEGORIES_SHOWN]
-    names = shown + (["other"] if len(ranked) > len(shown) else [])
-    months = sorted({r["month"] for r in rows})
-    cells: dict[tuple[date, str], int] = {}
+    rest = len(ranked) - len(shown)
+    keys: list[str | None] = [*shown, *([None] if rest else [])]  # None: the smaller ones
+    labels = [names[k] if k is not None else f"{rest} more categories" for k in keys]
+    months = _months(min(r["month"] for r in rows), max(r["month"] for r in rows))
+    cells: dict[tuple[date, str | None], int] = {}
     for r in rows:
-        name = r["category_name"] if r["category_name"] in shown else "other"
-        key = (r["month"], name)
-        cells[key] = cells.get(key, 0) + int(r["posts_published"])
-    top = max(sum(cells.get((m, n), 0) for n in names) for m in months) or 1
+        key = str(r["category_idx"]) if str(r["category_idx"]) in shown else None
+        cells[(r["month"], key)] = cells.get((r["month"], key), 0) + int(r["posts_published"])
+    top = max(sum(cells.get((m, k), 0) for k in keys) for m in months) or 1
     left, bottom, plot_h, legend_h = 40, 40, 220, 28
     height = legend_h + plot_h + bottom
     step = (WIDTH - left - 10) / len(months)
     bar_w = max(2.0, step * 0.7)
     parts = [f'<svg class="chart columns" viewBox="0 0 {WIDTH} {height}" role="img">']
-    parts += _legend(names, legend_h)
+    parts += _legend(labels, legend_h)
     for tick in _ticks(top):
         y = legend_h + plot_h - plot_h * tick / top
         parts.append(
@@ -322,8 +338,8 @@ def _stacked_columns(rows: Sequence[dict[str, Any]]) -> str:
     for i, month in enumerate(months):
         x = left + i * step + (step - bar_w) / 2
         y = legend_h + plot_h
-        for j, name in enumerate(names):
-            n = cells.get((month, name), 0)
+        for j, key in enumerate(keys):
+            n = cells.get((month, key), 0)
             if not n:
                 continue
             h = plot_h * n / top
@@ -331,7 +347,7 @@ def _stacked_columns(rows: Sequence[dict[str, Any]]) -> str:
             parts.append(
                 f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
                 f'fill="{PALETTE[j % len(PALETTE)]}"><title>{_month_label(month)}, '
-                f"{html.escape(name)}: {n} posts</title></rect>"
+                f"{html.escape(labels[j])}: {n} posts</title></rect>"
             )
         if i % max(1, math.ceil(len(months) / 12)) == 0:
             parts.append(

@@ -28,7 +28,7 @@ with posts as (
 ),
 
 filed as (
-    select
+    select distinct
         p.*,
         coalesce(c.category_idx, '(none)') as category_idx,
         coalesce(c.category_name, '(uncategorized)') as category_name

@@ -12,7 +12,8 @@
 --   first_activity_at: its first comment or note (NULL if none)
 --   last_activity_at: its latest comment or note (NULL if none)
 --   linked_records: records in external tools linked to it
---   links_by_type: linked records per integration type (MAP type -> count; empty if none)
+--   links_by_type: linked records per integration type (MAP type -> count; empty if none;
+--     links without a type count in linked_records only)
 --   shipped_in_announcements: published posts that announce it
 --   shipped_announcement_idxs: those posts' ids, oldest first
 --   first_shipped_at: when the first of them was published (NULL if never)
@@ -46,7 +47,8 @@ links as (
         idea_idx,
         sum(links)::bigint as linked_records,
         map_from_entries(
-            list(struct_pack(k := coalesce(integration_type, ''), v := links) order by integration_type)
+            list(struct_pack(k := integration_type, v := links) order by integration_type)
+                filter (where integration_type is not null)
         ) as links_by_type
     from links_per_type
     group by idea_idx

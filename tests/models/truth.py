@@ -32,9 +32,14 @@ class Truth:
         self.companies: dict[str, tuple[str, float | None]] = {}
         self.members: dict[str, set[str]] = defaultdict(set)
         self.companies_of: dict[str, set[str]] = defaultdict(set)
-        for follower in dump["followers"]:
+        # a company's name and spend: the copy of its most recently updated follower
+        newest_first = sorted(
+            dump["followers"], key=lambda f: (ts(f["updated_at"]), f["idx"]), reverse=True
+        )
+        for follower in newest_first:
             for company in follower.get("companies") or []:
-                self.companies[company["id"]] = (company["name"], company.get("monthly_spend"))
+                if company["id"] not in self.companies:
+                    self.companies[company["id"]] = (company["name"], company.get("monthly_spend"))
                 self.members[company["id"]].add(follower["idx"])
                 self.companies_of[follower["idx"]].add(company["id"])
         self.comments_by_idea: dict[str, list[Row]] = defaultdict(list)

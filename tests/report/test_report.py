@@ -79,3 +79,32 @@ def test_report_without_marts_says_what_to_run(
     assert main(["models"]) == 0
     assert main(["report", "--output", str(tmp_path / "r.html")]) == 0
     assert (tmp_path / "r.html").stat().st_size > 5_000
+
+
+def test_the_cadence_chart_keeps_months_without_posts() -> None:
+    from datetime import date
+
+    from pipelines.report import _stacked_columns
+
+    rows = [
+        {
+            "month": date(2025, 1, 1),
+            "category_idx": "c1",
+            "category_name": "other",
+            "posts_published": 2,
+        },
+        {
+            "month": date(2025, 9, 1),
+            "category_idx": "c2",
+            "category_name": "other",
+            "posts_published": 1,
+        },
+    ]
+    svg = _stacked_columns(rows)
+    # nine month slots, labelled, though only two months had posts
+    for label in ("Jan 25", "May 25", "Sep 25"):
+        assert f">{label}</text>" in svg
+    # two categories with the same name stay two stacks (keyed by idx), drawn side by side
+    assert svg.count('class="bar"') == 2
+    xs = [float(x) for x in re.findall(r'class="bar" x="([0-9.]+)"', svg)]
+    assert xs[1] - xs[0] > 8 * (760 - 50) / 9 - 1
