@@ -99,13 +99,14 @@ def _followers(run: SyncRun) -> DltResource:
     def followers() -> Iterator[Any]:
         state = dlt.current.resource_state("followers")
         resume = None if run.full else state.get("after")
-        paginator = CursorPaginator(run.settings.page_size, resume)
+        paginator = CursorPaginator(run.settings.page_size, resume, state.get("total"))
         chain = Chain("followers", "followers", paginator, {"include_attributes": "true"})
         tables = Tabulator("followers", _columns(run))
         for page in walk(run.client, [chain], 1, urgent=True):
             yield from tables.add(shaping.follower(row) for row in page.items)
             if page.last:
                 state["after"] = paginator.resume
+                state["total"] = paginator.last_total  # followers before that cursor
         yield from tables.flush()
         if not paginator.resumed:
             run.mark_complete("followers")
@@ -181,7 +182,8 @@ def _per_idea_poll(
     """The per-idea fan-out (comments, links by idea), called with each page of ideas.
 
     Polls new ideas and ideas whose signature moved (every idea on a full run), from the
-    idea's saved cursor when ``resume``, and keeps ``{idea: [cursor, signature]}`` in state.
+    idea's saved cursor when ``resume``, and keeps ``{idea: [cursor, signature, total]}`` in
+    state (``total``: the items before the cursor; ``[None, signature]`` without ``resume``).
     With ``seen_types``, the rows' ``type`` values are kept in state as ``seen_types``.
     """
 
@@ -209,7 +211,8 @@ def _per_idea_poll(
                 continue  # nothing moved on this idea since the last run
             signatures[idx] = signature
             cursor = entry[0] if entry is not None and resume and not run.full else None
-            pages = paginator(run.settings.page_size, cursor)
+            before = entry[2] if entry is not None and len(entry) > 2 else None
+            pages = paginator(run.settings.page_size, cursor, before)
             chains.append(Chain(resource, path, pages, {**filters, "idea_idx": idx}, idx, True))
         types: set[str] = set()
         # a transformer has no last call: each call yields all it fetched
@@ -225,8 +228,15 @@ def _per_idea_poll(
                 types.update(row["type"] for row in page.items if isinstance(row.get("type"), str))
             yield from tables.add(shape(row, idx) for row in page.items)
             if page.last:
-                saved = page.chain.paginator.resume if resume else None
-                known[idx] = [saved, signatures[idx]]
+                walked = page.chain.paginator
+                # the cursor, the signature, and how many items lie before the cursor (the
+                # list's total at its end), so the next resumed walk can end without an
+                # empty page
+                known[idx] = (
+                    [walked.resume, signatures[idx], walked.last_total]
+                    if resume
+                    else [None, signatures[idx]]
+                )
         yield from tables.flush()
         if types:
             run.merge_into_list(state, "seen_types", types)

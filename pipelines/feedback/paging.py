@@ -31,17 +31,24 @@ Filters = Mapping[str, str | int]
 class Paginator(ABC):
     """Paging state of one request chain."""
 
-    def __init__(self, page_size: int, resume: str | None = None) -> None:
+    def __init__(
+        self, page_size: int, resume: str | None = None, before: int | None = None
+    ) -> None:
+        """``before``: how many items the list held up to ``resume`` (its ``total`` when
+        the cursor was saved), if known; it lets a resumed walk end without an empty page."""
         self.page_size = page_size
         self.resume = resume or None
         self.resumed = self.resume is not None
+        self.before = before if self.resumed else None
         self.pages = 0
         self.items_seen = 0
+        self.last_total: int | None = None
 
     def restart(self) -> Params:
         """Forget the saved cursor (the service rejected it) and start from the beginning."""
         self.resume = None
         self.resumed = False
+        self.before = None
         self.pages = 0
         self.items_seen = 0
         return self.start()
@@ -80,8 +87,10 @@ class Paginator(ABC):
 class CursorPaginator(Paginator):
     """``limit`` / ``after`` with ``pagination = {total, before, after}``."""
 
-    def __init__(self, page_size: int, resume: str | None = None) -> None:
-        super().__init__(page_size, resume)
+    def __init__(
+        self, page_size: int, resume: str | None = None, before: int | None = None
+    ) -> None:
+        super().__init__(page_size, resume, before)
         self._asked: set[str] = set()
 
     def start(self) -> Params:
@@ -107,10 +116,19 @@ class CursorPaginator(Paginator):
     def _next(self, pagination: dict[str, Any], n: int) -> tuple[Any, bool]:
         """The cursor past this page, and whether a next page may hold items."""
         total = pagination.get("total")
+        if isinstance(total, int):
+            self.last_total = total
         # a short page that brings the count to the total is the end: skip the empty page
         # that would confirm it (a full page never ends a walk, so rows deleted while
         # paging cannot make it stop early)
-        done = n < self.page_size and isinstance(total, int) and self.items_seen >= total
+        if n >= self.page_size or not isinstance(total, int):
+            done = False
+        else:
+            # resumed with a known count: the items before the cursor plus the new ones must
+            # make the total exactly (rows deleted since then cost the empty page instead)
+            done = self.items_seen >= total or (
+                self.before is not None and self.before + self.items_seen == total
+            )
         return pagination.get("after"), not done
 
 

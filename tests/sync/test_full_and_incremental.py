@@ -216,3 +216,17 @@ def test_a_first_run_reads_every_ideas_links_even_as_types_turn_up(harness: Harn
     ideas = {idea["idx"] for idea in harness.dump()["ideas"]}
     assert {r["params"]["idea_idx"][0] for r in link_calls} == ideas
     harness.assert_equals_truth()
+
+
+def test_new_comments_on_an_idea_cost_one_request(harness: Harness) -> None:
+    # the per-idea state keeps how many comments lay before the saved cursor, so a resumed
+    # walk whose short page brings the count to the total needs no empty confirming page
+    harness.sync(full=True)
+    harness.mutate(seed=9, counts={"comments": {"create": 3}})
+    harness.mark_requests()
+    harness.sync()
+    calls = [r for r in harness.requests() if r["path"] == "/v1/comments"]
+    ideas = [r["params"]["idea_idx"][0] for r in calls]
+    assert calls and all("after" in r["params"] for r in calls)
+    assert len(ideas) == len(set(ideas)), "an idea was asked twice"
+    harness.assert_equals_truth()
