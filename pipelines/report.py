@@ -329,15 +329,10 @@ def _stacked_columns(rows: Sequence[dict[str, Any]]) -> str:
     bar_w = max(2.0, step * 0.7)
     parts = [f'<svg class="chart columns" viewBox="0 0 {WIDTH} {height}" role="img">']
     parts += _legend(labels, legend_h)
-    for tick in _ticks(top):
-        y = legend_h + plot_h - plot_h * tick / top
-        parts.append(
-            f'<line class="grid" x1="{left}" x2="{WIDTH - 10}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>'
-        )
+    parts += _grid(top, left, legend_h, plot_h)
     for i, month in enumerate(months):
         x = left + i * step + (step - bar_w) / 2
-        y = legend_h + plot_h
+        y = float(legend_h + plot_h)
         for j, key in enumerate(keys):
             n = cells.get((month, key), 0)
             if not n:
@@ -367,12 +362,7 @@ def _lines(months: Sequence[date], series: Sequence[tuple[str, Sequence[int]]]) 
     step = (WIDTH - left - 20) / max(1, len(months) - 1)
     parts = [f'<svg class="chart lines" viewBox="0 0 {WIDTH} {height}" role="img">']
     parts += _legend([name for name, _ in series], legend_h)
-    for tick in _ticks(top):
-        y = legend_h + plot_h - plot_h * tick / top
-        parts.append(
-            f'<line class="grid" x1="{left}" x2="{WIDTH - 10}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>'
-        )
+    parts += _grid(top, left, legend_h, plot_h)
     for j, (name, values) in enumerate(series):
         color = PALETTE[j % len(PALETTE)]
         points = [
@@ -405,6 +395,18 @@ def _legend(names: Sequence[str], height: int) -> list[str]:
             f"{html.escape(name)}</text>"
         )
         x += 28 + 7 * len(name)
+    return parts
+
+
+def _grid(top: float, left: int, offset: int, plot_h: int) -> list[str]:
+    """Horizontal gridlines with their values, for charts whose y axis starts at 0."""
+    parts = []
+    for tick in _ticks(top):
+        y = offset + plot_h - plot_h * tick / top
+        parts.append(
+            f'<line class="grid" x1="{left}" x2="{WIDTH - 10}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>'
+        )
     return parts
 
 
