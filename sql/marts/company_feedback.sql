@@ -31,13 +31,13 @@ members as (
 activity as (
     select
         m.company_id,
-        count(*) filter (where not coalesce(c.is_private, false)) as public_comments,
-        count(*) filter (where coalesce(c.is_private, false)) as private_notes,
-        count(distinct c.idea_idx) as ideas_engaged,
-        min(c.created_at) as first_activity_at,
-        max(c.created_at) as last_activity_at
+        sum(a.public_comments)::bigint as public_comments,
+        sum(a.private_notes)::bigint as private_notes,
+        count(distinct a.idea_idx) as ideas_engaged,
+        min(a.first_activity_at) as first_activity_at,
+        max(a.last_activity_at) as last_activity_at
     from members as m
-    inner join {{ ref('comments') }} as c using (follower_idx)
+    inner join {{ ref('idea_follower_activity') }} as a using (follower_idx)
     group by m.company_id
 ),
 

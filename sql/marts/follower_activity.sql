@@ -26,12 +26,12 @@ with memberships as (
 activity as (
     select
         follower_idx,
-        count(*) filter (where not coalesce(is_private, false)) as public_comments,
-        count(*) filter (where coalesce(is_private, false)) as private_notes,
-        count(distinct idea_idx) as ideas_engaged,
-        min(created_at) as first_activity_at,
-        max(created_at) as last_activity_at
-    from {{ ref('comments') }}
+        sum(public_comments)::bigint as public_comments,
+        sum(private_notes)::bigint as private_notes,
+        count(*) as ideas_engaged,
+        min(first_activity_at) as first_activity_at,
+        max(last_activity_at) as last_activity_at
+    from {{ ref('idea_follower_activity') }}
     group by follower_idx
 )
 

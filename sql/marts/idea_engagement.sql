@@ -20,19 +20,15 @@
 --   commenter_companies: distinct companies its commenters belong to
 --   commenter_monthly_spend: the monthly spend of those companies, each counted once, rounded to cents
 --     (revenue-weighted demand; a company without a spend counts 0)
-with feedback as (
-    select idea_idx, follower_idx, is_private, created_at from {{ ref('comments') }}
-),
-
-activity as (
+with activity as (
     select
         idea_idx,
-        count(*) filter (where not coalesce(is_private, false)) as public_comments,
-        count(*) filter (where coalesce(is_private, false)) as private_notes,
-        count(distinct follower_idx) as distinct_commenters,
-        min(created_at) as first_activity_at,
-        max(created_at) as last_activity_at
-    from feedback
+        sum(public_comments)::bigint as public_comments,
+        sum(private_notes)::bigint as private_notes,
+        count(follower_idx) as distinct_commenters,
+        min(first_activity_at) as first_activity_at,
+        max(last_activity_at) as last_activity_at
+    from {{ ref('idea_follower_activity') }}
     group by idea_idx
 ),
 
@@ -72,8 +68,8 @@ shipped as (
 ),
 
 idea_companies as (
-    select distinct f.idea_idx, fc.company_id
-    from feedback as f
+    select distinct a.idea_idx, fc.company_id
+    from {{ ref('idea_follower_activity') }} as a
     inner join {{ ref('follower_companies') }} as fc using (follower_idx)
 ),
 

@@ -62,6 +62,17 @@ class Truth:
             "last_activity_at": max(times) if times else None,
         }
 
+    def idea_follower_activity(self) -> dict[Any, Row]:
+        pairs: dict[tuple[str, str], list[Row]] = defaultdict(list)
+        for comment in self.dump["comments"]:
+            pairs[(comment["idea_idx"], comment["follower"]["idx"])].append(comment)
+        out = {}
+        for key, comments in pairs.items():
+            activity = self._activity(comments)
+            del activity["ideas_engaged"]
+            out[key] = activity
+        return out
+
     def company_feedback(self) -> dict[Any, Row]:
         out = {}
         for company_id, (name, spend) in self.companies.items():
