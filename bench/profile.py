@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench.processes import child_env
+from bench.processes import SYNC_ARGV, child_env
 
 RATE = 100
 
@@ -107,8 +107,7 @@ def full_sync(workdir: Path, env: dict[str, str]) -> str:
     argv = [str(py_spy), "record", "--gil", "--subprocesses", "--rate", str(RATE)]
     argv += ["--format", "raw"]
     argv += ["--nonblocking", "--output", str(out), "--"]
-    argv += [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
-    argv += ["--no-models"]
+    argv += SYNC_ARGV
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=workdir, env=child_env(**env), capture_output=True, text=True)
     wall = time.perf_counter() - started

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import profile
-from bench.processes import ROOT, Sandbox, child_env, measure
+from bench.processes import ROOT, SYNC_ARGV, Sandbox, child_env, measure
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
 BEGIN = "<!-- bench:begin (written by ./run bench sync; edits inside are overwritten) -->"
@@ -140,10 +140,8 @@ class Bench:
         self, sandbox: Sandbox, latency: float, name: str, cwd: Path, *args: str
     ) -> list[dict[str, Any]]:
         """A measured sync; the requests it made."""
-        argv = [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
-        argv.append("--no-models")
         run, stdout, requests = self._measured(
-            sandbox, latency, name, argv + list(args), cwd, **sandbox.sync_env()
+            sandbox, latency, name, SYNC_ARGV + list(args), cwd, **sandbox.sync_env()
         )
         run.rows = rows_loaded(stdout)
         self._done(run)

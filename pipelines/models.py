@@ -6,9 +6,10 @@
 ``{{ source('table') }}`` (a loaded table) and ``{{ ref('model') }}`` (another model); the
 refs give the build order.
 
-``source()`` reads only the declared columns, so dlt's bookkeeping and variant columns stay
-out, a column that never arrived reads as a typed NULL, a table that never arrived as an
-empty relation, and in soft-delete mode rows marked ``_deleted_at`` are left out.
+``source()`` reads only the declared columns (dlt's bookkeeping stays out; a declared
+column's type variants ``<col>__v_<type>`` are read back into it); a column that never
+arrived reads as a typed NULL, a table that never arrived as an empty relation, and in
+soft-delete mode rows marked ``_deleted_at``, and the child rows of such rows, are left out.
 
 Each file opens with a comment block: a one-line description, then ``grain:``, ``key:``
 and ``columns:`` (one ``name: meaning`` line each). ``models --list`` shows it, and the
@@ -359,6 +360,20 @@ def models_file(target: Target) -> Path:
     return path
 
 
+def open_models_file(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to the models' DuckDB file, with the sync's memory limit.
+
+    Raises:
+        ModelError: the file cannot be opened (say, a sync holds it).
+    """
+    try:
+        return duckdb.connect(
+            str(path), read_only=read_only, config={"memory_limit": duckdb_memory_limit()}
+        )
+    except duckdb.Error as exc:
+        raise ModelError(f"cannot open {path}: {exc}") from None
+
+
 def apply(target: Target, project: Project | None = None) -> BuildResult:
     """Builds the models for ``target``; for Parquet, over views of its files.
 
@@ -374,10 +389,7 @@ def apply(target: Target, project: Project | None = None) -> BuildResult:
         raise ModelError(f"no Parquet files in {target.parquet_dir}/: run a sync first")
     if not target.is_parquet and not path.exists():
         raise ModelError(f"no warehouse at {path}: run a sync first")
-    try:
-        con = duckdb.connect(str(path), config={"memory_limit": duckdb_memory_limit()})
-    except duckdb.Error as exc:
-        raise ModelError(f"cannot open {path}: {exc}") from None
+    con = open_models_file(path)
     try:
         if target.is_parquet:
             parquet_views(con, target.parquet_dir, target.dataset)

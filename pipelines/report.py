@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 
-from pipelines.models import MARTS_SCHEMA, ModelError, models_file
+from pipelines.models import MARTS_SCHEMA, ModelError, models_file, open_models_file
 from pipelines.warehouse import Target
 
 PALETTE = ("#4f46e5", "#0ea5e9", "#10b981", "#f59e0b", "#ef4444", "#8b5cf6", "#64748b")
@@ -55,10 +55,7 @@ def write(target: Target, output: Path) -> Report:
     path = models_file(target)
     if not path.exists():
         raise ModelError(f"no warehouse at {path}: run a sync first")
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        raise ModelError(f"cannot open {path}: {exc}") from None
+    con = open_models_file(path, read_only=True)
     try:
         marts = {
             row[0]

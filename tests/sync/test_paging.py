@@ -291,32 +291,27 @@ def test_a_resumed_walk_stops_on_a_short_page_that_reaches_the_total() -> None:
     assert chain.paginator.resume == "c23"
 
 
-def test_a_resumed_walk_that_knows_the_count_before_its_cursor_skips_the_empty_page() -> None:
+@pytest.mark.parametrize(
+    ("before", "cursors"),
+    [
+        # 10 items before the cursor + 13 new = the total: the short page ends the walk
+        (10, ["c10", "c15", "c20"]),
+        # rows deleted before the cursor since it was saved: 12 + 13 != 23, so the walk
+        # confirms its end with an empty page instead of trusting the short one
+        (12, ["c10", "c15", "c20", "c23"]),
+    ],
+)
+def test_a_resumed_walk_ends_on_a_short_page_only_when_the_count_adds_up(
+    before: int, cursors: list[str]
+) -> None:
     server = FakeServer(max_requests=20)
     items = make_items("ide", 23)
     server.add("ideas", CursorList(items))
-    chain = Chain("ideas", "ideas", CursorPaginator(5, "c10", before=10))
+    chain = Chain("ideas", "ideas", CursorPaginator(5, "c10", before=before))
     pages = run(server, [chain])
     assert idxs(item for page in pages for item in page.items) == idxs(items[10:])
-    assert [params.get("after") for params in server.asked("ideas")] == ["c10", "c15", "c20"]
+    assert [params.get("after") for params in server.asked("ideas")] == cursors
     assert chain.paginator.resume == "c23" and chain.paginator.last_total == 23
-
-
-def test_a_count_that_no_longer_adds_up_asks_for_the_empty_page() -> None:
-    """Rows deleted before the cursor since it was saved: before + new != total, so the
-    walk confirms its end with an empty page instead of trusting the short one."""
-    server = FakeServer(max_requests=20)
-    items = make_items("ide", 23)
-    server.add("ideas", CursorList(items))
-    chain = Chain("ideas", "ideas", CursorPaginator(5, "c10", before=12))
-    pages = run(server, [chain])
-    assert idxs(item for page in pages for item in page.items) == idxs(items[10:])
-    assert [params.get("after") for params in server.asked("ideas")] == [
-        "c10",
-        "c15",
-        "c20",
-        "c23",
-    ]
 
 
 class ShrinkingList(CursorList):
