@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.feedback.context import unpack_idea
 from pipelines.feedback.settings import RESOURCES
 from pipelines.sync import table_counts
 from pipelines.warehouse import Target
@@ -28,7 +29,7 @@ def describe_state(resource: str, state: dict[str, Any]) -> str:
             )
         ideas = state.get("ideas") or {}
         if resource == "comments":
-            with_cursor = sum(1 for entry in ideas.values() if entry and entry[0])
+            with_cursor = sum(1 for entry in ideas.values() if unpack_idea(entry)[0])
             return f"{len(ideas):,} ideas tracked, {with_cursor:,} with a saved cursor"
         return f"{len(ideas):,} ideas tracked"
     return "read in full on every run"

@@ -32,7 +32,7 @@ from dlt.extract.resource import DltResource
 
 from pipelines.feedback import shaping
 from pipelines.feedback.arrow import Tabulator
-from pipelines.feedback.context import SyncRun, idea_signature
+from pipelines.feedback.context import SyncRun, idea_signature, pack_idea, unpack_idea
 from pipelines.feedback.errors import ApiError
 from pipelines.feedback.paging import (
     Chain,
@@ -182,8 +182,9 @@ def _per_idea_poll(
     """The per-idea fan-out (comments, links by idea), called with each page of ideas.
 
     Polls new ideas and ideas whose signature moved (every idea on a full run), from the
-    idea's saved cursor when ``resume``, and keeps ``{idea: [cursor, signature, total]}`` in
-    state (``total``: the items before the cursor; ``[None, signature]`` without ``resume``).
+    idea's saved cursor when ``resume``, and keeps ``{idea: pack_idea(cursor, signature,
+    total)}`` in state (``total``: the items before the cursor; no cursor or total without
+    ``resume``).
     With ``seen_types``, the rows' ``type`` values are kept in state as ``seen_types``.
     """
 
@@ -197,7 +198,15 @@ def _per_idea_poll(
                     state["seen_types"] = []
 
             run.once(f"{resource}:reset", reset)
-        known: dict[str, list[Any]] = state.setdefault("ideas", {})
+        known: dict[str, Any] = state.setdefault("ideas", {})
+
+        def repack() -> None:
+            # entries saved by earlier versions as lists become packed strings
+            for idx, entry in list(known.items()):
+                if not isinstance(entry, str):
+                    known[idx] = pack_idea(*unpack_idea(entry))
+
+        run.once(f"{resource}:repack", repack)
         signatures: dict[str, str | None] = {}
         chains = []
         for idea in _as_list(ideas_page):
@@ -205,13 +214,11 @@ def _per_idea_poll(
             if not isinstance(idx, str):
                 continue
             signature = idea_signature(idea)
-            entry = known.get(idx)
-            unchanged = entry is not None and signature is not None and entry[1] == signature
-            if unchanged and not run.full:
+            saved_cursor, saved_signature, before = unpack_idea(known.get(idx))
+            if signature is not None and saved_signature == signature and not run.full:
                 continue  # nothing moved on this idea since the last run
             signatures[idx] = signature
-            cursor = entry[0] if entry is not None and resume and not run.full else None
-            before = entry[2] if entry is not None and len(entry) > 2 else None
+            cursor = saved_cursor if resume and not run.full else None
             pages = paginator(run.settings.page_size, cursor, before)
             chains.append(Chain(resource, path, pages, {**filters, "idea_idx": idx}, idx, True))
         types: set[str] = set()
@@ -233,9 +240,9 @@ def _per_idea_poll(
                 # list's total at its end), so the next resumed walk can end without an
                 # empty page
                 known[idx] = (
-                    [walked.resume, signatures[idx], walked.last_total]
+                    pack_idea(walked.resume, signatures[idx], walked.last_total)
                     if resume
-                    else [None, signatures[idx]]
+                    else pack_idea(None, signatures[idx], None)
                 )
         yield from tables.flush()
         if types:
@@ -297,6 +304,9 @@ def _links_by_idea(run: SyncRun, ideas: DltResource) -> DltResource:
         if not types:
             yield from poll(ideas_page)
         elif run.claim("integration_links:by-type"):
+            # read by type, the per-idea entries of the last full run are not needed: they
+            # would only weigh on the state (one per idea) until the next full run
+            state.pop("ideas", None)
             yield from _walk_link_types(run, state, types)
 
     return integration_links
