@@ -102,8 +102,11 @@ class Target:
             path.parent.mkdir(parents=True, exist_ok=True)
             # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory
             # bounded and lets DuckDB spill to disk instead
+            # absolute: dlt resolves a relative path against the folder the pipeline was
+            # first run from (kept in its local state), so a working folder run from
+            # elsewhere, or copied, would load into the first folder's file
             credentials = DuckDbCredentials(
-                str(path), global_config={"memory_limit": duckdb_memory_limit()}
+                str(path.absolute()), global_config={"memory_limit": duckdb_memory_limit()}
             )
             destination = dlt.destinations.duckdb(credentials=credentials)
         else:
