@@ -13,7 +13,9 @@ process on loopback, and these run one after another, each as its own measured p
    ``--no-models``, so the sync and the models are measured apart);
 6. **normal sync -> DuckDB** with nothing changed (the first after the full one, which
    also reads each link type once to get its cursor), then again after the sandbox changed
-   1% of its data (seeded): the 1% target is measured on that second, steady-state run.
+   1% of its data (seeded): the 1% target is measured on that second, steady-state run;
+   the same change is synced once more from a copy of the warehouse taken before it, with
+   DuckDB's memory capped at 64MB (a diagnostic: how much of the peak is DuckDB's).
 
 Then the same again with ``--latency-ms`` (20) added to every request, at the smallest
 scale (``--latency-scales``). Each run reports wall time, CPU time, peak RSS, rows landed,
@@ -65,6 +67,11 @@ FIRST_NORMAL = "normal sync, nothing changed"
 # the syncs run with --no-models; building the SQL models is measured on its own
 MODELS = "SQL models (feedback-sync models)"
 NORMAL = "normal sync after 1% change"
+# the same change synced again from a copy of the warehouse as it was before it, with
+# DuckDB's memory capped lower than the default: how much of the normal sync's peak is the
+# DuckDB load's buffer (a diagnostic, not a target)
+CAPPED_LIMIT = "64MB"
+NORMAL_CAPPED = f"normal sync after 1% change, DuckDB capped at {CAPPED_LIMIT}"
 
 # targets: (label, run measured, run compared with, limit, kind)
 FULL_VS_RAW = 1.5
@@ -137,11 +144,17 @@ class Bench:
         return run, result.stdout, requests
 
     def _sync(
-        self, sandbox: Sandbox, latency: float, name: str, cwd: Path, *args: str
+        self,
+        sandbox: Sandbox,
+        latency: float,
+        name: str,
+        cwd: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
     ) -> list[dict[str, Any]]:
         """A measured sync; the requests it made."""
         run, stdout, requests = self._measured(
-            sandbox, latency, name, SYNC_ARGV + list(args), cwd, **sandbox.sync_env()
+            sandbox, latency, name, SYNC_ARGV + list(args), cwd, **sandbox.sync_env(), **(env or {})
         )
         run.rows = rows_loaded(stdout)
         self._done(run)
@@ -228,9 +241,14 @@ class Bench:
             self._done(run)
 
         self._sync(sandbox, latency, FIRST_NORMAL, here / "duckdb")
+        if latency == 0:
+            shutil.copytree(here / "duckdb", here / "duckdb-before-change")
         changed = sandbox.mutate(CHANGE)
         self.say(f"    changed {CHANGE:.0%} at the sandbox: {_changes(changed)}")
         self._sync(sandbox, latency, NORMAL, here / "duckdb")
+        if latency == 0:
+            cap = {"FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT": CAPPED_LIMIT}
+            self._sync(sandbox, latency, NORMAL_CAPPED, here / "duckdb-before-change", env=cap)
 
 
 def _changes(changed: dict[str, dict[str, list[str]]]) -> str:

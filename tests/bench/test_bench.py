@@ -21,6 +21,7 @@ RUNS = (
     "peer: dlt rest_api -> DuckDB",
     "normal sync, nothing changed",
     "normal sync after 1% change",
+    "normal sync after 1% change, DuckDB capped at 64MB",
 )
 
 
@@ -44,11 +45,12 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     rows = [
         line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 10
     ]
-    assert len(rows) == 12
+    assert len(rows) == 13
     for latency in ("0 ms", "5 ms"):
         names = [row.split(" | ")[2] for row in rows if f"| {latency} |" in row]
+        only_without_latency = ("Parquet", "SQL models", "capped")
         expected = [
-            n for n in RUNS if latency == "0 ms" or not ("Parquet" in n or n.startswith("SQL"))
+            n for n in RUNS if latency == "0 ms" or not any(w in n for w in only_without_latency)
         ]
         assert names == expected, latency
     for row in rows:
@@ -63,6 +65,9 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     # the floor replays exactly the full sync's requests
     by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[7] for r in rows}
     assert by_name[("0 ms", "raw fetch (floor)")] == by_name[("0 ms", "full sync -> DuckDB")]
+    # the capped run syncs the same change from a copy of the warehouse taken before it
+    capped = by_name[("0 ms", "normal sync after 1% change, DuckDB capped at 64MB")]
+    assert capped == by_name[("0 ms", "normal sync after 1% change")]
     assert "| full sync (DuckDB) / raw fetch, tiny, +0 ms |" in text
     assert "| peer / full sync (DuckDB), tiny, +5 ms |" in text
 
