@@ -62,12 +62,17 @@ class SyncResult:
     delete_mode: str = "hard"
     models: BuildResult | None = None
     models_error: str | None = None
+    # seconds per step, in run order: fetch (dlt's extract), load (normalize, load, stale
+    # child rows and deletes), then parquet and models when they ran
+    phases: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         """A short, readable account of the run."""
         kind = "full sync" if self.full else "sync"
+        steps = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in self.phases.items())
         lines = [
-            f"{kind} into {self.target} finished in {self.seconds:.1f}s: "
+            f"{kind} into {self.target} finished in {self.seconds:.1f}s"
+            f"{f' ({steps})' if steps else ''}: "
             f"{self.requests:,} requests ({self.retries:,} retried)"
         ]
         if self.recovered_packages:
@@ -196,8 +201,10 @@ def run_sync(
             file=out,
             flush=True,
         )
+        step = time.perf_counter()
         with Progress(run, out, progress_every):
             extract_info = pipeline.extract(source, loader_file_format=fmt)
+        result.phases["fetch"] = time.perf_counter() - step
         stats = run.client.stats
         result.requests, result.retries = stats.requests, stats.retries
         result.requests_by_resource = dict(stats.by_resource)
@@ -215,6 +222,7 @@ def run_sync(
     if after_extract is not None:
         after_extract(pipeline)
     print("sync: normalizing and loading ...", file=out, flush=True)
+    step = time.perf_counter()
     normalize_info, _ = _normalize_and_load(pipeline)
     result.rows_loaded = {
         table: count
@@ -232,7 +240,9 @@ def run_sync(
     result.ideas_endpoint = run.ideas_endpoint
     result.skipped = dict(run.skipped)
     result.table_rows = table_counts(pipeline)
+    result.phases["load"] = time.perf_counter() - step
     if target.is_parquet:
+        step = time.perf_counter()
         touched = set(result.rows_loaded) | set(result.rows_removed)
         for root in result.rows_removed:
             touched |= {t for t in result.table_rows if t.startswith(f"{root}__")}
@@ -244,13 +254,16 @@ def run_sync(
         result.exported = export_parquet(
             pipeline, target.parquet_dir, sorted((touched | missing) & set(result.table_rows))
         )
+        result.phases["parquet"] = time.perf_counter() - step
     journal.clear()
     if models and target.is_duckdb_backed:
         print("sync: building the SQL models ...", file=out, flush=True)
+        step = time.perf_counter()
         try:
             result.models = apply_models(target)
         except ModelError as exc:
             result.models_error = str(exc)
+        result.phases["models"] = time.perf_counter() - step
     result.seconds = time.perf_counter() - started
     return result
 

@@ -21,6 +21,10 @@ def test_full_sync_equals_ground_truth(harness: Harness) -> None:
     result = harness.sync(full=True)
     harness.assert_equals_truth()
     assert set(result.complete) == set(ROOTS)
+    # the summary says where the time went, step by step, within the run's own time
+    assert list(result.phases) == ["fetch", "load", "models"]
+    assert 0 < sum(result.phases.values()) <= result.seconds
+    assert f"(fetch {result.phases['fetch']:.1f}s, load " in result.summary().splitlines()[0]
     assert result.table_rows["comments"] == len(harness.dump()["comments"])
     for con in harness.connect():
         for table in ROOTS:
