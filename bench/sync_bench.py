@@ -90,12 +90,16 @@ class Run:
     peak_rss_mb: float
     rows: int | None
     requests: int
+    # the sync's own account of its steps ("fetch 73.3s, load 28.9s"), if it is a sync
+    steps: str | None = None
 
     @property
     def rows_per_s(self) -> float | None:
         return self.rows / self.wall_s if self.rows is not None and self.wall_s > 0 else None
 
 
+# the sync's headline: "... finished in 104.0s (fetch 73.3s, load 28.9s): ..."
+SUMMARY_STEPS = re.compile(r"finished in [\d.]+s \(([^)]*)\):")
 SUMMARY_ROW = re.compile(r"^\s+(\w+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s*$")
 
 
@@ -157,6 +161,8 @@ class Bench:
             sandbox, latency, name, SYNC_ARGV + list(args), cwd, **sandbox.sync_env(), **(env or {})
         )
         run.rows = rows_loaded(stdout)
+        steps = SUMMARY_STEPS.search(stdout)
+        run.steps = steps.group(1) if steps else None
         self._done(run)
         return requests
 
@@ -390,15 +396,15 @@ def render(
     lines += [
         "",
         "| scale | added latency | run | wall (s) | CPU (s) | peak RSS (MB) | rows landed "
-        "| requests | rows/s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| requests | rows/s | the sync's steps |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in runs:
         lines.append(
             f"| {run.scale} | {run.latency_ms:g} ms | {run.name} | {run.wall_s:.1f} "
             f"| {run.cpu_s:.1f} | {run.peak_rss_mb:,.0f} "
             f"| {'-' if run.rows is None else f'{run.rows:,}'} | {run.requests:,} | "
-            f"{_fmt(run.rows_per_s, 0)} |"
+            f"{_fmt(run.rows_per_s, 0)} | {run.steps or '-'} |"
         )
     lines += [
         "",

@@ -43,7 +43,7 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     assert "old figures" not in text
     # the runs' table (the data table above it also starts with the scale)
     rows = [
-        line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 10
+        line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 11
     ]
     assert len(rows) == 13
     for latency in ("0 ms", "5 ms"):
@@ -62,6 +62,9 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
             continue
         assert int(requests.replace(",", "")) > 0
         assert landed == "-" if cells[2].startswith("raw") else int(landed.replace(",", "")) > 0
+        # a sync's row carries its own account of its steps
+        steps, is_sync = cells[9], cells[2].startswith(("full", "normal"))
+        assert steps.startswith("fetch ") and ", load " in steps if is_sync else steps == "-"
     # the floor replays exactly the full sync's requests
     by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[7] for r in rows}
     assert by_name[("0 ms", "raw fetch (floor)")] == by_name[("0 ms", "full sync -> DuckDB")]
