@@ -112,7 +112,7 @@ def unpack_idea(entry: Any) -> tuple[str | None, str | None, int | None]:
         parts = entry.split("|", 2)
         if len(parts) == 3:
             signature, total, cursor = parts
-            if total.isdigit() or not total:
+            if total.isdecimal() or not total:
                 return cursor or None, signature or None, int(total) if total else None
         return None, None, None
     if isinstance(entry, list) and 2 <= len(entry) <= 3:

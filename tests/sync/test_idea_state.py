@@ -35,6 +35,7 @@ def test_an_entry_packs_and_unpacks(cursor: Any, signature: Any, total: Any) -> 
         # damaged entries read as unknown (the idea is polled again), or lose what is bad
         ("no bars", (None, None, None)),
         ("sig|x1|cursor", (None, None, None)),
+        ("sig|\u00b2|cursor", (None, None, None)),  # a digit to isdigit(), not to int()
         (["c1", "sig", "4"], ("c1", "sig", None)),
         ([1, 2, 3, 4], (None, None, None)),
         ({"cursor": "c"}, (None, None, None)),
