@@ -20,7 +20,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -65,6 +66,15 @@ class SyncResult:
     # seconds per step, in run order: fetch (dlt's extract), load (normalize, load, stale
     # child rows and deletes), then parquet and models when they ran
     phases: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        """Keeps the seconds the block took as ``phases[step]``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[step] = time.perf_counter() - started
 
     def summary(self) -> str:
         """A short, readable account of the run."""
@@ -201,10 +211,8 @@ def run_sync(
             file=out,
             flush=True,
         )
-        step = time.perf_counter()
-        with Progress(run, out, progress_every):
+        with result.timed("fetch"), Progress(run, out, progress_every):
             extract_info = pipeline.extract(source, loader_file_format=fmt)
-        result.phases["fetch"] = time.perf_counter() - step
         stats = run.client.stats
         result.requests, result.retries = stats.requests, stats.retries
         result.requests_by_resource = dict(stats.by_resource)
@@ -222,27 +230,26 @@ def run_sync(
     if after_extract is not None:
         after_extract(pipeline)
     print("sync: normalizing and loading ...", file=out, flush=True)
-    step = time.perf_counter()
-    normalize_info, _ = _normalize_and_load(pipeline)
-    result.rows_loaded = {
-        table: count
-        for table, count in normalize_info.row_counts.items()
-        if not table.startswith("_dlt")
-    }
-    if load_id is not None:
-        _add(result.rows_removed, replace_children(pipeline, load_id))
-    if load_id is not None and result.complete:
-        _add(
-            result.rows_removed, reconcile(pipeline, load_id, result.complete, settings.delete_mode)
-        )
-    _prune_state_history(pipeline)
+    with result.timed("load"):
+        normalize_info, _ = _normalize_and_load(pipeline)
+        result.rows_loaded = {
+            table: count
+            for table, count in normalize_info.row_counts.items()
+            if not table.startswith("_dlt")
+        }
+        if load_id is not None:
+            _add(result.rows_removed, replace_children(pipeline, load_id))
+        if load_id is not None and result.complete:
+            _add(
+                result.rows_removed,
+                reconcile(pipeline, load_id, result.complete, settings.delete_mode),
+            )
+        _prune_state_history(pipeline)
 
-    result.ideas_endpoint = run.ideas_endpoint
-    result.skipped = dict(run.skipped)
-    result.table_rows = table_counts(pipeline)
-    result.phases["load"] = time.perf_counter() - step
+        result.ideas_endpoint = run.ideas_endpoint
+        result.skipped = dict(run.skipped)
+        result.table_rows = table_counts(pipeline)
     if target.is_parquet:
-        step = time.perf_counter()
         touched = set(result.rows_loaded) | set(result.rows_removed)
         for root in result.rows_removed:
             touched |= {t for t in result.table_rows if t.startswith(f"{root}__")}
@@ -251,19 +258,18 @@ def run_sync(
         }
         if result.recovered_packages or owed is not None:
             touched = set(result.table_rows)  # an earlier run's load may not be written out
-        result.exported = export_parquet(
-            pipeline, target.parquet_dir, sorted((touched | missing) & set(result.table_rows))
-        )
-        result.phases["parquet"] = time.perf_counter() - step
+        with result.timed("parquet"):
+            result.exported = export_parquet(
+                pipeline, target.parquet_dir, sorted((touched | missing) & set(result.table_rows))
+            )
     journal.clear()
     if models and target.is_duckdb_backed:
         print("sync: building the SQL models ...", file=out, flush=True)
-        step = time.perf_counter()
-        try:
-            result.models = apply_models(target)
-        except ModelError as exc:
-            result.models_error = str(exc)
-        result.phases["models"] = time.perf_counter() - step
+        with result.timed("models"):
+            try:
+                result.models = apply_models(target)
+            except ModelError as exc:
+                result.models_error = str(exc)
     result.seconds = time.perf_counter() - started
     return result
 

@@ -27,9 +27,8 @@ def test_a_copied_project_folder_loads_into_its_own_warehouse(
 ) -> None:
     # the command-line defaults: data/warehouse.duckdb (or data/parquet/) and a pipelines
     # folder, relative to where the command runs
-    target = Target(destination=destination, pipelines_dir=Path("pipelines"))
-    if destination == "duckdb":
-        target = Target(duckdb_path=Path("data/warehouse.duckdb"), pipelines_dir=Path("pipelines"))
+    duckdb_path = Path("data/warehouse.duckdb") if destination == "duckdb" else None
+    target = Target(destination, duckdb_path=duckdb_path, pipelines_dir=Path("pipelines"))
     first, copy = tmp_path / "first", tmp_path / "copy"
     first.mkdir()
     monkeypatch.chdir(first)
