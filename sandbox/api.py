@@ -63,7 +63,13 @@ class V1:
 
     @property
     def serializer(self) -> Serializer:
-        return Serializer(self.store, self.settings.timestamp_format)
+        settings = self.settings
+        return Serializer(
+            self.store,
+            settings.timestamp_format,
+            company_fields=settings.company_fields,
+            number_drift=settings.number_drift,
+        )
 
     def routes(self) -> list[Route]:
         def route(path: str, handler: Handler, method: str) -> Route:
@@ -145,17 +151,21 @@ class V1:
         email = params.get("email")
         if not email:
             raise bad_request("email is required")
+        # a cursor list like the others: limit and after are checked the same way (400)
+        size = validate.limit(params)
+        resume = _decode("followers", params.get("after") or None)
         include = self._include_attributes(request)
         with self.store.lock:
             idx = self.store.email_index.get(email.strip().lower())
-            found = [self.store.followers.by_idx[idx]] if idx is not None else []
+            matches = [self.store.followers.by_idx[idx]] if idx is not None else []
+            found = [f for f in matches if resume is None or (f.created, f.idx) > resume][:size]
             after = None
             if found and self.settings.last_page_after == "cursor":
-                after = encode_cursor("followers", (found[0].created, found[0].idx))
+                after = encode_cursor("followers", (found[-1].created, found[-1].idx))
             return json_response(
                 {
                     "data": [self.serializer.follower(f, include) for f in found],
-                    "pagination": {"total": len(found), "before": None, "after": after},
+                    "pagination": {"total": len(matches), "before": None, "after": after},
                 }
             )
 

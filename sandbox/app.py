@@ -76,7 +76,13 @@ class SandboxState:
 
     def dumper(self, now_us: int) -> Callable[[str, Any], dict[str, Any]]:
         """Ground-truth rows: API shapes, ISO timestamps, plus the keys lists hide."""
-        ser = Serializer(self.store, "iso")
+        settings = self.settings
+        ser = Serializer(
+            self.store,
+            "iso",
+            company_fields=settings.company_fields,
+            number_drift=settings.number_drift,
+        )
 
         def dump(resource: str, record: Any) -> dict[str, Any]:
             if resource == "followers":

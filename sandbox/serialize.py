@@ -43,11 +43,24 @@ def formatter_for(mode: str, *, is_link: bool, idx: str) -> Formatter:
 
 
 class Serializer:
-    """Turns records into API objects for one store and one timestamp mode."""
+    """Turns records into API objects for one store and one timestamp mode.
 
-    def __init__(self, store: Store, timestamp_mode: str = "contract") -> None:
+    ``company_fields`` and ``number_drift`` bend company entries the way other
+    implementations of the API do (see ``company_entry``).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        timestamp_mode: str = "contract",
+        *,
+        company_fields: str = "attributes",
+        number_drift: int | None = None,
+    ) -> None:
         self.store = store
         self.mode = timestamp_mode
+        self.company_fields = company_fields
+        self.number_drift = number_drift
 
     def _fmt(self, idx: str, is_link: bool = False) -> Formatter:
         return formatter_for(self.mode, is_link=is_link, idx=idx)
@@ -63,7 +76,10 @@ class Serializer:
         if include_attributes:
             data["attributes"] = follower.attributes
             companies = self.store.companies
-            data["companies"] = [_company(companies[cid]) for cid in follower.company_ids]
+            data["companies"] = [
+                company_entry(companies[cid], self.company_fields, self.number_drift)
+                for cid in follower.company_ids
+            ]
         data["created_at"] = fmt(follower.created)
         data["updated_at"] = fmt(follower.updated)
         return data
@@ -178,12 +194,47 @@ class Serializer:
         }
 
 
-def _company(company: Company) -> dict[str, Any]:
+def company_entry(company: Company, fields: str, drift: int | None) -> dict[str, Any]:
+    """A company as a follower's ``companies`` entry.
+
+    ``fields``: ``attributes`` (custom fields under ``attributes``, the sandbox's choice) or
+    ``top_level`` (beside ``id`` and ``name``, as the create body sends them; some
+    implementations echo them so). ``drift``: a seed, or None; with a seed each number of
+    each company (``monthly_spend`` and numeric custom fields) is sent, by a seeded choice
+    per company and field, as an integer, a fraction, or text; another seed drifts them
+    again, so a field that held integers can hold fractions or words on the next sync.
+    """
     data: dict[str, Any] = {"id": company.id, "name": company.name}
     if company.monthly_spend is not None:  # the spec's number: left out, never null
-        data["monthly_spend"] = company.monthly_spend
-    data["attributes"] = company.attributes
+        data["monthly_spend"] = _drifted(company.monthly_spend, drift, company.id, "spend")
+    custom = {
+        key: _drifted(value, drift, company.id, key) if _is_number(value) else value
+        for key, value in company.attributes.items()
+    }
+    if fields == "top_level":
+        data.update(custom)
+        data["attributes"] = {}
+    else:
+        data["attributes"] = custom
     return data
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _drifted(value: Any, seed: int | None, company: str, field: str) -> Any:
+    if seed is None:
+        return value
+    choice = zlib.crc32(f"{seed}:{company}:{field}".encode())
+    if choice % 3 == 0:
+        return round(value)  # an integer
+    if choice % 3 == 1:
+        whole = float(value) == int(value)
+        return float(value) + 0.5 if whole else float(value)  # a fraction
+    if (choice >> 8) % 3 == 0:
+        return "unlimited"  # a word where a number was
+    return str(value)  # the number, as text
 
 
 def render_markdown(content: str) -> tuple[str, str | None]:

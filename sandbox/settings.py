@@ -14,6 +14,7 @@ FAULT_KINDS = ("429", "500", "502", "503", "stall", "drop", "truncate")
 TIMESTAMP_FORMATS = ("contract", "iso", "plain", "mixed")
 LAST_PAGE_AFTER = ("cursor", "null", "repeat")
 ANNOUNCEMENT_ORDERS = ("oldest_first", "newest_first")
+COMPANY_FIELDS = ("attributes", "top_level")
 
 
 class SettingsError(ValueError):
@@ -52,6 +53,8 @@ class Settings:
     timestamp_format: str = "contract"
     last_page_after: str = "cursor"
     announcement_order: str = "oldest_first"
+    company_fields: str = "attributes"
+    number_drift: int | None = None
     faults: FaultSettings = field(default_factory=FaultSettings)
 
     def public(self) -> dict[str, Any]:
@@ -100,6 +103,14 @@ def _rate_limit(key: str, value: Any) -> float | None:
     return rate
 
 
+def _drift_seed(key: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SettingsError(f"{key} must be an integer seed (or null for no drift), got {value!r}")
+    return value
+
+
 def _choice(options: tuple[str, ...]) -> Any:
     def check(key: str, value: Any) -> str:
         if value not in options:
@@ -117,6 +128,8 @@ _SIMPLE: dict[str, Any] = {
     "timestamp_format": _choice(TIMESTAMP_FORMATS),
     "last_page_after": _choice(LAST_PAGE_AFTER),
     "announcement_order": _choice(ANNOUNCEMENT_ORDERS),
+    "company_fields": _choice(COMPANY_FIELDS),
+    "number_drift": _drift_seed,
 }
 
 

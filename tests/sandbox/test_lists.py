@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import httpx
 import pytest
@@ -277,6 +278,41 @@ async def test_search_followers_by_whole_email_any_case(
     assert missing.status_code == 400 and "email" in missing.json()["message"]
 
 
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [({"limit": "101"}, "limit"), ({"limit": "0"}, "limit"), ({"after": "garbled"}, "after")],
+)
+async def test_search_followers_checks_limit_and_cursor_like_every_list(
+    sandbox_client: httpx.AsyncClient,
+    sandbox_app: SandboxApp,
+    params: dict[str, str],
+    field: str,
+) -> None:
+    follower = next(iter(sandbox_app.state.store.followers))
+    response = await sandbox_client.get(
+        "/followers/search", params={"email": follower.email, **params}
+    )
+    body = response.json()
+    assert response.status_code == 400 and body["code"] == "invalid_request"
+    assert field in body["message"]
+
+
+async def test_search_followers_resumes_from_its_cursor(
+    sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp
+) -> None:
+    follower = next(iter(sandbox_app.state.store.followers))
+    first = (await sandbox_client.get("/followers/search", params={"email": follower.email})).json()
+    after = first["pagination"]["after"]
+    assert after is not None
+    again = (
+        await sandbox_client.get(
+            "/followers/search", params={"email": follower.email, "after": after}
+        )
+    ).json()
+    # past the one match: nothing more, and the total still counts the match
+    assert again["data"] == [] and again["pagination"]["total"] == 1
+
+
 async def test_variant_after_null_on_last_page(
     sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp
 ) -> None:
@@ -382,3 +418,35 @@ async def test_ideas_endpoint_switch(
     set_switches(sandbox_app, ideas_endpoint=False)
     response = await sandbox_client.get("/ideas")
     assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
+def _companies(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for row in rows for c in row.get("companies", ())}
+
+
+async def test_company_numbers_drift_by_seed_and_custom_fields_can_sit_at_the_top_level(
+    sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp
+) -> None:
+    params = {"include_attributes": "true"}
+    plain, _ = await walk(sandbox_client, "/followers", params, limit=50)
+    assert all("seats" in c["attributes"] for c in _companies(plain).values())
+    set_switches(sandbox_app, number_drift=1, company_fields="top_level")
+    first, _ = await walk(sandbox_client, "/followers", params, limit=50)
+    companies = _companies(first)
+    assert all(c["attributes"] == {} and "seats" in c for c in companies.values())
+    spends = [c["monthly_spend"] for c in companies.values() if "monthly_spend" in c]
+    kinds = {type(v).__name__ for v in spends}
+    assert kinds == {"int", "float", "str"}, kinds
+    assert any(isinstance(v, float) and not v.is_integer() for v in spends)
+    # the ground truth is what was served, drift included
+    dump = (await sandbox_client.get("http://sandbox/_sandbox/dump")).json()
+    assert _companies(dump["followers"]) == companies
+    # another seed drifts the same companies again: some change type between two reads
+    set_switches(sandbox_app, number_drift=2)
+    second = _companies((await walk(sandbox_client, "/followers", params, limit=50))[0])
+    changed = [
+        cid
+        for cid, c in companies.items()
+        if type(c.get("seats")) is not type(second[cid].get("seats"))
+    ]
+    assert changed
