@@ -6,7 +6,7 @@ our error); this walks the chain for the error that says what happened.
 
 from __future__ import annotations
 
-from pipelines.feedback.errors import ConfigError, FeedbackError
+from pipelines.feedback.errors import ConfigError, FeedbackError, LoadFailed
 from pipelines.feedback.shaping import DataError
 
 LOCKED = "Could not set lock on file"
@@ -46,6 +46,8 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 2,
             )
     for error in chain:
+        if isinstance(error, LoadFailed):
+            return str(error), 1
         if isinstance(error, FeedbackError | DataError):
             return f"{error}. Nothing from this run was committed; the next run resumes.", 1
     for error in chain:

@@ -167,25 +167,29 @@ def source_sql(
 ) -> str:
     """The relation ``source('table')`` stands for: the declared columns of what landed.
 
-    A declared column the loader split by type (``<col>__v_<type>`` variants, when a value
-    of another type arrived after the column's type was fixed) reads as one column again.
+    A declared column reads as one value of its declared type, whatever type the column
+    was stored with, with its type variants (``<col>__v_<type>``: values that arrived with
+    another type) read back into it where they convert (text ``"2500"`` into a double);
+    ``<col>__as_sent`` holds, as text, every value that arrived with another type (a word in
+    a number column stays visible there), and is NULL for values that fitted.
     Soft-deleted rows are left out, and so are the child rows of a soft-deleted parent.
     """
     present = existing.get(table)
     if present is None:
-        columns = ", ".join(f'cast(null as {t}) as "{c}"' for c, t in declared.items())
+        columns = ", ".join(
+            f'cast(null as {t}) as "{c}", cast(null as varchar) as "{c}__as_sent"'
+            for c, t in declared.items()
+        )
         return f"(select {columns} where false)"
     parts = []
     for column, kind in declared.items():
         variants = sorted(c for c in present if c.startswith(f"{column}__v_"))
-        if column not in present and not variants:
-            parts.append(f'cast(null as {kind}) as "{column}"')
-        elif not variants:
-            parts.append(f't."{column}"')
-        else:
-            options = [f't."{column}"'] if column in present else []
-            options += [f'try_cast(t."{v}" as {kind})' for v in variants]
-            parts.append(f'coalesce({", ".join(options)}) as "{column}"')
+        options = [f'cast(t."{column}" as {kind})'] if column in present else []
+        options += [f'try_cast(t."{v}" as {kind})' for v in variants]
+        value = f"coalesce({', '.join(options)})" if options else f"cast(null as {kind})"
+        sent = [f'cast(t."{v}" as varchar)' for v in variants]
+        as_sent = f"coalesce({', '.join(sent)})" if sent else "cast(null as varchar)"
+        parts.append(f'{value} as "{column}", {as_sent} as "{column}__as_sent"')
     where = []
     if "_deleted_at" in present:
         where.append("t._deleted_at is null")
@@ -198,6 +202,41 @@ def source_sql(
         )
     condition = f" where {' and '.join(where)}" if where else ""
     return f'(select {", ".join(parts)} from "{dataset}"."{table}" as t{condition})'
+
+
+TYPE_DRIFT = "type_drift"
+
+
+def type_drift_sql(dataset: str, existing: dict[str, set[str]]) -> str:
+    """``staging.type_drift``: one row per value that arrived with a type other than its
+    column's (and so sits in a ``<column>__v_<type>`` variant), in every loaded table."""
+    selects = []
+    for table in sorted(existing):
+        columns = existing[table]
+        root = table.split("__", 1)[0]
+        parent = PARENT_KEYS.get(root)
+        if table == root and "idx" in columns:
+            row_key = 't."idx"'
+        elif parent in columns and "_dlt_list_idx" in columns:
+            row_key = f't."{parent}" || \'/\' || cast(t."_dlt_list_idx" as varchar)'
+        else:
+            continue
+        load = 't."_dlt_load_id"' if "_dlt_load_id" in columns else "cast(null as varchar)"
+        for variant in sorted(c for c in columns if "__v_" in c):
+            column, sent_type = variant.rsplit("__v_", 1)
+            selects.append(
+                f"select '{table}' as table_name, {row_key} as row_key, "
+                f"'{column}' as column_name, '{sent_type}' as sent_type, "
+                f'cast(t."{variant}" as varchar) as value_as_sent, {load} as load_id '
+                f'from "{dataset}"."{table}" as t where t."{variant}" is not null'
+            )
+    if not selects:
+        return (
+            "select cast(null as varchar) as table_name, cast(null as varchar) as row_key, "
+            "cast(null as varchar) as column_name, cast(null as varchar) as sent_type, "
+            "cast(null as varchar) as value_as_sent, cast(null as varchar) as load_id where false"
+        )
+    return "\nunion all\n".join(selects)
 
 
 def render(model: Model, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
@@ -270,6 +309,9 @@ def build(
             if kind == "table":
                 row = con.execute(f"select count(*) from {model.relation}").fetchone()
                 result.mart_rows[model.name] = int(row[0]) if row else 0
+        drift = f'"staging"."{TYPE_DRIFT}"'
+        con.execute(f"create or replace view {drift} as\n{type_drift_sql(dataset, existing)}")
+        result.built.append(f"staging.{TYPE_DRIFT}")
         con.execute("commit")
     except BaseException:
         # a rollback that fails too must not hide why the build failed

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -30,8 +31,9 @@ import httpx
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines.export import data_tables, export_parquet
+from pipelines.failures import causes
 from pipelines.feedback import RESOURCES, SyncRun, feedback
-from pipelines.feedback.errors import ConfigError
+from pipelines.feedback.errors import ConfigError, LoadFailed
 from pipelines.feedback.settings import FeedbackSettings, load_settings
 from pipelines.models import BuildResult, ModelError
 from pipelines.models import apply as apply_models
@@ -187,13 +189,7 @@ def run_sync(
     fmt: Any = target.loader_file_format
 
     if pipeline.has_pending_data:
-        print("sync: loading what the previous run left pending ...", file=out, flush=True)
-        result.recovered_packages = len(pipeline.list_extracted_load_packages()) + len(
-            pipeline.list_normalized_load_packages()
-        )
-        _, recovered = _normalize_and_load(pipeline)
-        for loaded in recovered.loads_ids:
-            _add(result.rows_removed, replace_children(pipeline, loaded))
+        _recover(pipeline, result, out)
     owed = _Journal(pipeline).replay(pipeline, out)
     if owed is not None:
         _add(result.rows_removed, owed)
@@ -274,30 +270,90 @@ def run_sync(
     return result
 
 
+def _recover(pipeline: Pipeline, result: SyncResult, out: IO[str]) -> None:
+    """Loads what a run that died left pending; a package that cannot load is given up.
+
+    Giving a package up loses nothing: its state was never committed, so this run reads its
+    rows again from the cursors the destination holds.
+    """
+    print("sync: loading what the previous run left pending ...", file=out, flush=True)
+    result.recovered_packages = len(pipeline.list_extracted_load_packages()) + len(
+        pipeline.list_normalized_load_packages()
+    )
+    try:
+        _, recovered = _normalize_and_load(pipeline)
+    except LoadFailed as exc:
+        print(f"sync: a package an earlier run left could not be loaded: {exc}", file=out)
+        recovered = None
+    for loaded in recovered.loads_ids if recovered is not None else ():
+        _add(result.rows_removed, replace_children(pipeline, loaded))
+    if pipeline.has_pending_data:
+        # dlt could not even start on them (say, a run killed before its schema was saved)
+        print("sync: giving up packages dlt cannot load; their rows are read again", file=out)
+        pipeline.abort_packages()
+
+
 def _add(totals: dict[str, int], counts: dict[str, int]) -> None:
     for table, count in counts.items():
         totals[table] = totals.get(table, 0) + count
 
 
 def _normalize_and_load(pipeline: Pipeline) -> tuple[Any, Any]:
-    """Normalizes and loads; if dlt gives a package up for good, local state goes too.
+    """Normalizes and loads; a package dlt gives up on for good does not stay behind.
 
-    The state saved at extract (new cursors) travels in the package; when dlt aborts it,
-    that state must not stay behind locally, or the next run would resume past data that
-    never landed. Without a local copy the next run restores the destination's state.
+    The state saved at extract (new cursors) travels in the package. A load job that fails
+    terminally (dlt's ``auto_abort_on_terminal_error``, set in ``warehouse.Target``) aborts
+    the package: nothing of it is committed in ``_dlt_loads``, its state with it, and dlt
+    rewinds the local state. Local state is dropped as well, so the next run restores the
+    state the destination holds and reads the same rows again; it is never wedged retrying a
+    package that cannot load. A transient failure (a lock, a lost connection) leaves the
+    package pending for the next run to load first.
+
+    Raises:
+        LoadFailed: a load job failed for good; names the table, the column where the
+            warehouse says which, and its reason.
     """
     try:
         info = pipeline.normalize()
         loaded = pipeline.load()
-    except Exception:
+    except Exception as exc:
         if not pipeline.has_pending_data:
             log.warning(
                 "the load was abandoned; dropping local state so the next run resumes "
                 "from the state the destination holds"
             )
             pipeline.drop()
+        failed = _terminal_job_failure(exc)
+        if failed is not None:
+            raise LoadFailed(failed) from exc
         raise
     return info, loaded
+
+
+_SOURCE_COLUMN = re.compile(r'source column "?([^"\s]+)"?')
+
+
+def _terminal_job_failure(exc: BaseException) -> str | None:
+    """One line for a load job that failed for good, or None for any other failure."""
+    from dlt.load.exceptions import LoadClientJobFailed
+
+    for error in causes(exc):
+        if isinstance(error, LoadClientJobFailed):
+            table = str(error.job_id).split(".", 1)[0]
+            # the destination's own message; dlt's failed_message is a whole traceback
+            own = str(error.client_exception or "").strip()
+            told = own or str(error.failed_message)
+            lines = [line.strip() for line in told.splitlines() if line.strip()]
+            lines = lines or ["no reason given"]
+            reason = lines[0] if own else lines[-1]
+            column = _SOURCE_COLUMN.search(reason)
+            where = f"table {table}" + (f", column {column.group(1)}" if column else "")
+            return (
+                f"the warehouse refused the load of {where}: {reason}. The run's load package "
+                "was aborted: its state was not committed, so the next run reads its rows "
+                "again (tables it had already merged keep their new rows)"
+            )
+    return None
 
 
 def _prune_state_history(pipeline: Pipeline, keep: int = 10) -> None:

@@ -114,6 +114,9 @@ class Target:
         # the source yields Arrow tables; reconcile and replace_children need every row's
         # load id, which dlt adds to Arrow rows only when asked
         dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
+        # a load job that fails for good aborts its package (state rewound, nothing committed)
+        # instead of leaving it pending for every later run to fail on again
+        dlt.config["load.auto_abort_on_terminal_error"] = True
         return dlt.pipeline(
             pipeline_name=self.pipeline_name,
             destination=destination,

@@ -77,12 +77,9 @@ def feedback(full: bool = False, run: Any = None) -> list[DltResource]:
     ]
 
 
-def _columns(run: SyncRun, *, nullable_times: Iterable[str] = (), json: Iterable[str] = ()) -> Any:
+def _columns(run: SyncRun) -> Any:
+    """Root-table hints beyond the batch's own columns (whose types ``ColumnTypes`` gives)."""
     columns: TTableSchemaColumns = {"idx": {"data_type": "text", "nullable": False}}
-    for name in nullable_times:
-        columns[name] = {"data_type": "timestamp", "timezone": True, "nullable": True}
-    for name in json:
-        columns[name] = {"data_type": "json", "nullable": True}
     if run.settings.delete_mode == "soft":
         columns["_deleted_at"] = {"data_type": "timestamp", "timezone": True, "nullable": True}
     return columns
@@ -101,7 +98,7 @@ def _followers(run: SyncRun) -> DltResource:
         resume = None if run.full else state.get("after")
         paginator = CursorPaginator(run.settings.page_size, resume, state.get("total"))
         chain = Chain("followers", "followers", paginator, {"include_attributes": "true"})
-        tables = Tabulator("followers", _columns(run))
+        tables = Tabulator("followers", _columns(run), run.types)
         for page in walk(run.client, [chain], 1, urgent=True):
             yield from tables.add(shaping.follower(row) for row in page.items)
             if page.last:
@@ -143,7 +140,7 @@ def _announcements(run: SyncRun) -> DltResource:
         # a post the service calls published but dated after this run started (a server
         # may say so of scheduled posts) must not move the window past posts not yet seen
         started = datetime.now(UTC)
-        tables = Tabulator("announcements", _columns(run, nullable_times=["published_at"]))
+        tables = Tabulator("announcements", _columns(run), run.types)
         for page in walk(run.client, chains, len(chains), urgent=True):
             rows = []
             for row in page.items:
@@ -153,7 +150,7 @@ def _announcements(run: SyncRun) -> DltResource:
                     seen.add(str(row.get("idx")))
                 row = shaping.announcement(row)
                 published = row.get("published_at")
-                if row.get("is_published") is True and published is not None:
+                if row.get("is_published") is True and isinstance(published, datetime):
                     published = min(published, started)
                     newest = published if newest is None else max(newest, published)
                 rows.append(row)
@@ -176,7 +173,6 @@ def _per_idea_poll(
     shape: Callable[[Row, str], Row],
     *,
     resume: bool,
-    json: list[str],
     seen_types: bool = False,
 ) -> Callable[[list[Row] | Row], Iterator[Any]]:
     """The per-idea fan-out (comments, links by idea), called with each page of ideas.
@@ -223,7 +219,7 @@ def _per_idea_poll(
             chains.append(Chain(resource, path, pages, {**filters, "idea_idx": idx}, idx, True))
         types: set[str] = set()
         # a transformer has no last call: each call yields all it fetched
-        tables = Tabulator(resource, _columns(run, json=json))
+        tables = Tabulator(resource, _columns(run), run.types)
         for page in walk(run.client, chains, run.settings.max_concurrency):
             idx = page.chain.key
             assert idx is not None
@@ -260,7 +256,6 @@ def _comments(run: SyncRun, ideas: DltResource) -> DltResource:
         {"included_types": INCLUDED_TYPES},
         shaping.comment,
         resume=True,
-        json=["content"],
     )
 
     @dlt.transformer(data_from=ideas, **_merge("comments"))
@@ -289,7 +284,6 @@ def _links_by_idea(run: SyncRun, ideas: DltResource) -> DltResource:
         {},
         lambda row, idx: shape(row),
         resume=False,
-        json=["meta"],
         seen_types=True,
     )
 
@@ -338,7 +332,7 @@ def _walk_link_types(run: SyncRun, state: Any, types: Iterable[str]) -> Generato
         for t in cursors
     ]
     shape = shaping.plain("integration_links")
-    tables = Tabulator("integration_links", _columns(run, json=["meta"]))
+    tables = Tabulator("integration_links", _columns(run), run.types)
     for page in walk(run.client, chains, run.settings.max_concurrency, urgent=True):
         yield from tables.add(shape(row) for row in page.items)
         if page.last:
@@ -357,7 +351,7 @@ def _small_list(run: SyncRun, name: str, paginator: type[Paginator]) -> DltResou
     def small_list() -> Iterator[Any]:
         chain = Chain(name, name, paginator(run.settings.page_size))
         shape = shaping.plain(name)
-        tables = Tabulator(name, _columns(run))
+        tables = Tabulator(name, _columns(run), run.types)
         for page in walk(run.client, [chain], 1, urgent=True):
             yield from tables.add(shape(row) for row in page.items)
         yield from tables.flush()
@@ -371,7 +365,7 @@ def _ideas(run: SyncRun, pages: DltResource) -> DltResource:
 
     @dlt.transformer(data_from=pages, **_merge("ideas"))
     def ideas(ideas_page: list[Row] | Row) -> Iterator[Any]:
-        tables = Tabulator("ideas", _columns(run))
+        tables = Tabulator("ideas", _columns(run), run.types)
         yield from tables.add(_as_list(ideas_page))
         yield from tables.flush()
 

@@ -9,11 +9,13 @@ did is done here, once per batch, column by column:
   (``_dlt_list_idx``); together they are the child table's primary key; a list of plain
   values becomes rows with one ``value`` column;
 - a dict in a root row becomes ``<field>__<key>`` columns (``author__name``); anything
-  nested deeper, and every dict or list in a child row, becomes one JSON column;
-- columns declared JSON (``json=``) are JSON text whatever their shape;
-- each column's type is fixed by the first value seen in the run (text, bigint, double,
-  bool, timestamp); a later value of another type goes to a variant column
-  ``<column>__v_<type>``, as dlt's normalizer would do, so nothing is lost or coerced.
+  nested deeper, and every dict or list in a child row, becomes a JSON column;
+- a field the spec declares (``types.DECLARED``) stays one column whatever arrives in it;
+- each column's type comes from ``types.ColumnTypes`` (stored, else declared, else the
+  first value), shared by every table builder of the run; a value of another type goes to
+  a variant column ``<column>__v_<type>``, exactly as sent, so nothing is lost or coerced;
+- the Arrow schema and the column hints each batch carries say the same thing, so neither
+  dlt nor the destination has anything left to coerce.
 
 A child row carries no dlt row ids: the parent's key and the position are its identity.
 Rows of a list that shrank are removed after the load (``reconcile.replace_children``).
@@ -21,15 +23,23 @@ Rows of a list that shrank are removed after the load (``reconcile.replace_child
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
 import dlt
-import orjson
 import pyarrow as pa
 from dlt.common.schema.typing import TTableSchemaColumns
+
+from pipelines.feedback.shaping import DataError
+from pipelines.feedback.types import (
+    ARROW_TYPES,
+    ColumnTypes,
+    arrow_value,
+    column_hint,
+    fits,
+    kind_of,
+    variant_name,
+)
 
 Row = dict[str, Any]
 
@@ -48,116 +58,92 @@ PARENT_KEYS: dict[str, str] = {
 # vanish, small enough that memory stays flat
 BATCH_ROWS = 5_000
 
-_ARROW_TYPES: dict[str, pa.DataType] = {
-    "text": pa.string(),
-    "bigint": pa.int64(),
-    "double": pa.float64(),
-    "bool": pa.bool_(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-}
-
-
-class _ExpectedHintNotice(logging.Filter):
-    """Drops dlt's warning that resource hints differ from the Arrow schema: they differ on
-    purpose (a JSON column travels as Arrow text; the hint makes it JSON at the
-    destination), and the warning on every run would teach people to ignore warnings."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "when merging arrow schema with dlt schema" not in record.getMessage()
-
-
-logging.getLogger("dlt").addFilter(_ExpectedHintNotice())
-
-
-def _kind(value: Any) -> str:
-    python_type = type(value)
-    if issubclass(python_type, bool):
-        return "bool"
-    if issubclass(python_type, int):
-        return "bigint"
-    if issubclass(python_type, float):
-        return "double"
-    if issubclass(python_type, datetime):
-        return "timestamp"
-    return "text"
-
-
-def _fits(kind: str, value: Any) -> bool:
-    actual = _kind(value)
-    return actual == kind or (kind == "double" and actual == "bigint")
-
-
-def _all_fit(kind: str, values: list[Any]) -> bool:
-    """Whether every non-null value fits ``kind``: one check per Python type, not per value."""
-    return all(
-        _fits(kind, sample) for sample in {type(v): v for v in values if v is not None}.values()
-    )
-
-
-def _json(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-
 
 class _Table:
-    """One table's column types (fixed for the run) and the rows of the current batch."""
+    """One table's rows of the current batch, typed through the run's ``ColumnTypes``."""
 
-    def __init__(self, name: str, hints: TTableSchemaColumns, keys: tuple[str, ...]) -> None:
+    def __init__(
+        self, name: str, types: ColumnTypes, hints: TTableSchemaColumns, keys: tuple[str, ...]
+    ) -> None:
         self.name = name
         self.keys = keys
-        self.kinds: dict[str, str] = {}
-        self.json: set[str] = {n for n, c in hints.items() if c.get("data_type") == "json"}
+        self.types = types
         self.hinted = hints
+        self.declared = types.declared(name)
         self.rows: list[Row] = []
 
-    def arrow(self) -> pa.Table | None:
+    def arrow(self) -> tuple[pa.Table, TTableSchemaColumns] | None:
+        """The batch as an Arrow table and the column hints that describe it exactly."""
         rows, self.rows = self.rows, []
         if not rows:
             return None
         names: dict[str, None] = dict.fromkeys(self.keys)
+        names.update(dict.fromkeys(self.declared))
         for row in rows:
             names.update(dict.fromkeys(row))
-        columns: dict[str, list[Any]] = {}
+        columns: dict[str, tuple[str, list[Any]]] = {}
         for name in names:
             values = [row.get(name) for row in rows]
-            kind = self.kinds.get(name)
+            kind = self.types.kind(self.name, name, values)
+            if name in self.keys:
+                self._check_key(name, kind, values)
             if kind is None:
-                first = next((v for v in values if v is not None), None)
-                if first is None:
-                    if name in self.keys:
-                        columns[name] = values  # nulls in a key: dlt names the table
-                    continue  # all null and never typed: absent from this batch
-                kind = self.kinds[name] = _kind(first)
+                continue  # never typed and all null: absent from this batch
             fitting = values
             if not _all_fit(kind, values):
-                fitting = [v if v is None or _fits(kind, v) else None for v in values]
-                for value_index, v in enumerate(values):
-                    if v is not None and not _fits(kind, v):
-                        variant = f"{name}__v_{_kind(v)}"
-                        self.kinds.setdefault(variant, _kind(v))
-                        columns.setdefault(variant, [None] * len(rows))[value_index] = v
-            columns[name] = fitting
-        fields = []
-        arrays = []
-        for name, values in columns.items():
-            arrow_type = _ARROW_TYPES[self.kinds.get(name, "text")]
-            fields.append(pa.field(name, arrow_type, nullable=name not in self.keys))
+                fitting = [v if fits(kind, v) else None for v in values]
+                for position, value in enumerate(values):
+                    if not fits(kind, value):
+                        self._variant(columns, name, value, position, len(rows))
+            columns[name] = (kind, fitting)
+        fields, arrays, hints = [], [], {}
+        for name, (kind, values) in columns.items():
+            nullable = name not in self.keys
+            arrow_type = ARROW_TYPES[kind]
+            fields.append(pa.field(name, arrow_type, nullable=nullable))
+            if kind == "json":  # only JSON needs a conversion: its text
+                values = [arrow_value(kind, v) for v in values]
             arrays.append(pa.array(values, type=arrow_type))
-        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+            hints[name] = column_hint(kind, nullable=nullable)
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), hints
 
-    def put(self, row: Row, column: str, value: Any) -> None:
-        """Sets ``column`` of an outgoing row: a dict or list as JSON text (and the column
-        hinted JSON), anything else as it is."""
-        if isinstance(value, dict | list):
-            self.json.add(column)
-            row[column] = _json(value)
-        else:
-            row[column] = value
+    def _variant(
+        self,
+        columns: dict[str, tuple[str, list[Any]]],
+        name: str,
+        value: Any,
+        position: int,
+        size: int,
+    ) -> None:
+        variant = variant_name(name, value)
+        kind = self.types.kind(self.name, variant, [value])
+        if kind is None or not fits(kind, value):
+            raise DataError(
+                f"{self.name}.{variant}: the stored column's type ({kind}) does not hold "
+                f"the {kind_of(value)} value sent for {name}"
+            )
+        columns.setdefault(variant, (kind, [None] * size))[1][position] = value
 
-    def column_hints(self) -> TTableSchemaColumns:
-        hints: TTableSchemaColumns = {k: dict(v) for k, v in self.hinted.items()}  # type: ignore[misc]
-        for name in self.json:
-            hints.setdefault(name, {"data_type": "json", "nullable": True})
-        return hints
+    def _check_key(self, name: str, kind: str | None, values: list[Any]) -> None:
+        """Keys identify rows: a missing or non-text one stops the run, naming the table."""
+        for position, value in enumerate(values):
+            if value is None or not fits(kind or "", value):
+                raise DataError(
+                    f"{self.name}: row {position + 1} of a batch has {name} = {value!r}; "
+                    f"{name} is a required {kind or 'text'} key"
+                )
+
+    def hints(self) -> TTableSchemaColumns:
+        return {k: dict(v) for k, v in self.hinted.items()}  # type: ignore[misc]
+
+
+def _all_fit(kind: str, values: list[Any]) -> bool:
+    """Whether every value fits ``kind``: one check per Python type, not per value (an
+    integer's fit in a double column depends on its size, so integers are checked one by one)."""
+    samples = {type(v): v for v in values if v is not None}
+    if int in samples and kind == "double":
+        return all(fits(kind, v) for v in values)
+    return all(fits(kind, sample) for sample in samples.values())
 
 
 class Tabulator:
@@ -165,16 +151,23 @@ class Tabulator:
 
     ``add`` buffers rows and yields dlt items (Arrow tables marked with their table's hints)
     whenever ``BATCH_ROWS`` rows are waiting; ``flush`` yields what is left. Rows given to
-    ``add`` are read, never changed.
+    ``add`` are read, never changed. ``columns`` are extra hints for the root table (say
+    ``_deleted_at``, which the sync fills in later); ``types`` is the run's shared
+    ``ColumnTypes``.
     """
 
     def __init__(
-        self, root: str, columns: TTableSchemaColumns, batch_rows: int = BATCH_ROWS
+        self,
+        root: str,
+        columns: TTableSchemaColumns,
+        types: ColumnTypes,
+        batch_rows: int = BATCH_ROWS,
     ) -> None:
         self.root = root
         self.parent_key = PARENT_KEYS[root]
         self.batch_rows = batch_rows
-        self._root = _Table(root, columns, ("idx",))
+        self.types = types
+        self._root = _Table(root, types, columns, ("idx",))
         self._children: dict[str, _Table] = {}
         self._pending = 0
 
@@ -188,23 +181,27 @@ class Tabulator:
     def flush(self) -> Iterator[Any]:
         self._pending = 0
         for table in (self._root, *self._children.values()):
-            data = table.arrow()
-            if data is not None:
-                yield dlt.mark.with_hints(data, self._hints(table), create_table_variant=True)
+            built = table.arrow()
+            if built is not None:
+                data, hints = built
+                yield dlt.mark.with_hints(
+                    data, self._hints(table, {**table.hints(), **hints}), create_table_variant=True
+                )
 
     def _split(self, row: Row) -> None:
+        """A root row's columns; its lists go to child tables and its objects are flattened
+        one level, unless the spec declares the field a column (then drift goes to a
+        variant column, not to a new table)."""
         root = self._root
         out: Row = {}
         for name, value in row.items():
-            if name in root.json:
-                out[name] = None if value is None else _json(value)
+            if name in root.declared or not isinstance(value, dict | list):
+                out[name] = value
             elif isinstance(value, list):
                 self._child(name, row.get("idx"), value)
-            elif isinstance(value, dict):
-                for key, inner in value.items():
-                    root.put(out, f"{name}__{key}", inner)
             else:
-                out[name] = value
+                for key, inner in value.items():
+                    out[f"{name}__{key}"] = inner
         root.rows.append(out)
 
     def _child(self, field: str, parent: Any, items: list[Any]) -> None:
@@ -212,34 +209,30 @@ class Tabulator:
         table = self._children.get(name)
         if table is None:
             keys = (self.parent_key, POSITION)
-            hints: TTableSchemaColumns = {
-                self.parent_key: {"data_type": "text", "nullable": False},
-                POSITION: {"data_type": "bigint", "nullable": False},
-            }
-            table = self._children[name] = _Table(name, hints, keys)
+            table = self._children[name] = _Table(name, self.types, {}, keys)
         for position, item in enumerate(items):
             out: Row = {self.parent_key: parent, POSITION: position}
             if isinstance(item, dict):
                 for key, value in item.items():
                     if key not in (self.parent_key, POSITION):
-                        table.put(out, key, value)
+                        out[key] = value
             else:
-                out["value"] = _json(item) if isinstance(item, dict | list) else item
+                out["value"] = item
             table.rows.append(out)
 
-    def _hints(self, table: _Table) -> Any:
+    def _hints(self, table: _Table, columns: TTableSchemaColumns) -> Any:
         if table is self._root:
             return dlt.mark.make_hints(
                 table_name=table.name,
                 write_disposition="merge",
                 primary_key="idx",
-                columns=table.column_hints(),
+                columns=columns,
             )
         return dlt.mark.make_hints(
             table_name=table.name,
             write_disposition="merge",
             primary_key=[self.parent_key, POSITION],
-            columns=table.column_hints(),
+            columns=columns,
             references=[
                 {
                     "referenced_table": self.root,

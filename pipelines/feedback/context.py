@@ -12,6 +12,7 @@ import httpx
 
 from pipelines.feedback.client import FeedbackClient
 from pipelines.feedback.settings import FeedbackSettings
+from pipelines.feedback.types import ColumnTypes
 
 
 @dataclass
@@ -20,6 +21,7 @@ class SyncRun:
 
     ``complete`` names the resources read from their start to their end in this run: only
     their tables may have deletes reconciled (rows not seen are gone at the source).
+    ``types`` decides every column's type once for the whole run (``types.ColumnTypes``).
     """
 
     settings: FeedbackSettings
@@ -29,6 +31,7 @@ class SyncRun:
     complete: set[str] = field(default_factory=set)
     ideas_endpoint: bool | None = None
     skipped: dict[str, int] = field(default_factory=dict)
+    types: ColumnTypes = field(default_factory=ColumnTypes)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _claimed: set[str] = field(default_factory=set, repr=False)
     _once_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

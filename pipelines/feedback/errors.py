@@ -4,6 +4,8 @@
 
     FeedbackError
     ├── ConfigError         a setting is missing or malformed; names the setting
+    ├── LoadFailed          the warehouse refused a load job for good; names the table and
+    │                       the warehouse's reason (the run's package was aborted)
     └── ApiError            the service refused a request for good (4xx other than 429)
         │                   or kept failing past the retry bound; names the resource,
         │                   the request (key redacted) and what the server said
@@ -30,6 +32,14 @@ class FeedbackError(Exception):
 
 class ConfigError(FeedbackError):
     """A setting is missing or malformed."""
+
+
+class LoadFailed(FeedbackError):
+    """The destination refused a load job for good (a terminal job failure).
+
+    The run's load package was aborted, so its state (the new cursors) was not committed:
+    the next run reads the same rows again.
+    """
 
 
 class ApiError(FeedbackError):

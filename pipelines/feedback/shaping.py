@@ -11,11 +11,14 @@ would otherwise become arbitrary columns:
 - idea ``topic_idxs`` -> ``ideas__topics`` rows of ``topic_idx``.
 
 Timestamps arrive as ``2025-03-04 05:06:07`` (UTC, no zone) or ISO 8601 with a zone;
-either becomes an aware UTC ``datetime``, whichever a resource uses.
+either becomes an aware UTC ``datetime``, whichever a resource uses. A value in a timestamp
+field that is not a timestamp (a number, a word) is left as it came: it lands in a variant
+column (``created_at__v_text``), never dropped and never guessed at.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -51,22 +54,20 @@ def parse_timestamp(value: Any, where: str) -> datetime | None:
     return moment.astimezone(UTC)
 
 
-def _stamp(row: Row, fields: tuple[str, ...], where: Callable[[], str]) -> None:
+def _stamp(row: Row, fields: tuple[str, ...]) -> None:
     for name in fields:
-        if name in row:
-            row[name] = parse_timestamp(row[name], f"{where()}.{name}")
+        value = row.get(name)
+        if value is not None:
+            # a value that is not a timestamp is kept as sent: its variant column holds it
+            with contextlib.suppress(DataError):
+                row[name] = parse_timestamp(value, name)
 
 
 _TIMES = ("created_at", "updated_at")
 
 
-def _where(resource: str, row: Row) -> Callable[[], str]:
-    return lambda: f"{resource} {row.get('idx', '?')}"
-
-
 def follower(row: Row) -> Row:
-    where = _where("followers", row)
-    _stamp(row, _TIMES, where)
+    _stamp(row, _TIMES)
     attributes = row.pop("attributes", None)
     if isinstance(attributes, dict):
         row["attributes"] = [
@@ -92,8 +93,7 @@ def _attribute_value(value: Any) -> Row:
 
 
 def announcement(row: Row) -> Row:
-    where = _where("announcements", row)
-    _stamp(row, (*_TIMES, "published_at"), where)
+    _stamp(row, (*_TIMES, "published_at"))
     reactions = row.pop("reaction_count", None)
     if isinstance(reactions, dict):
         row["reactions"] = [
@@ -103,15 +103,13 @@ def announcement(row: Row) -> Row:
 
 
 def comment(row: Row, idea_idx: str) -> Row:
-    where = _where("comments", row)
-    _stamp(row, _TIMES, where)
+    _stamp(row, _TIMES)
     row["idea_idx"] = idea_idx
-    idx = row.get("idx")
     attachments = row.get("attachments")
     if isinstance(attachments, list):
         for item in attachments:
             if isinstance(item, dict):
-                _stamp(item, _TIMES, _where(f"comments {idx} attachment", item))
+                _stamp(item, _TIMES)
     return row
 
 
@@ -119,14 +117,14 @@ def plain(resource: str) -> Callable[[Row], Row]:
     """Topics, statuses, integration links: timestamps only."""
 
     def shape(row: Row) -> Row:
-        _stamp(row, _TIMES, _where(resource, row))
+        _stamp(row, _TIMES)
         return row
 
     return shape
 
 
 def idea(row: Row) -> Row:
-    _stamp(row, _TIMES, _where("ideas", row))
+    _stamp(row, _TIMES)
     topic_idxs = row.pop("topic_idxs", None)
     if isinstance(topic_idxs, list):
         row["topics"] = [{"topic_idx": t} for t in topic_idxs]

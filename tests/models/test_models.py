@@ -103,7 +103,9 @@ def test_every_mart_equals_the_truth_computed_in_python(harness: Harness, delete
 def test_models_are_documented_keyed_and_related(harness: Harness) -> None:
     result = harness.sync()
     assert result.models is not None and result.models_error is None
-    assert set(result.models.built) == {f"{m.layer}.{m.name}" for m in PROJECT.models}
+    # every SQL model, and the drift view the runner builds from the variant columns
+    expected = {f"{m.layer}.{m.name}" for m in PROJECT.models} | {"staging.type_drift"}
+    assert set(result.models.built) == expected
     con = _connect(harness)
     try:
         for model in PROJECT.models:
@@ -270,7 +272,7 @@ def test_no_models_switch_and_the_models_command(
     _point_cli_at(harness, monkeypatch)
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    assert f"models: built {len(PROJECT.models)} (" in out
+    assert f"models: built {len(PROJECT.models) + 1} (" in out  # and staging.type_drift
     con = _connect(harness)
     try:
         assert con.execute("select count(*) from marts.idea_engagement").fetchone() == (12,)
@@ -319,3 +321,23 @@ def test_a_column_split_by_type_reads_as_one_and_casts(tmp_path: Path) -> None:
         assert spend == (999.5,)
     finally:
         con.close()
+
+
+def test_the_declared_sources_agree_with_the_loaders_declarations() -> None:
+    """sql/sources.toml and pipelines/feedback/types.py declare the same columns with the
+    same types, so a model never reads a column as a type the loader does not write."""
+    from pipelines.feedback.types import DECLARED
+    from pipelines.models import load_project
+
+    sql_kinds = {
+        "varchar": "text",
+        "bigint": "bigint",
+        "double": "double",
+        "boolean": "bool",
+        "timestamptz": "timestamp",
+        "json": "json",
+    }
+    sources = load_project().sources
+    assert set(sources) == set(DECLARED)
+    for table, columns in sources.items():
+        assert {c: sql_kinds[t] for c, t in columns.items()} == DECLARED[table], table

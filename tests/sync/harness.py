@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -267,11 +268,32 @@ def truncate_times(rows: Rows, table: str) -> Rows:
     return Counter({_normalize(table, row, True): n for row, n in rows.items()})
 
 
+def fold_variants(row: dict[str, Any], column: str, json_text: bool = False) -> Any:
+    """A column's value as sent: the column's own, or the one of its type variants
+    (``<column>__v_<type>``) that holds it; a JSON variant (and the column itself, when
+    ``json_text``) is read back as JSON."""
+    if row.get(column) is not None:
+        return json.loads(row[column]) if json_text else row[column]
+    for name, value in row.items():
+        if name.startswith(f"{column}__v_") and value is not None:
+            return json.loads(value) if name.endswith("__v_json") else value
+    return None
+
+
 def landed_rows(con: duckdb.DuckDBPyConnection, table: str, source: str, where: str = "") -> Rows:
-    """Rows of ``table`` read from ``source`` (a qualified table or a ``read_parquet``)."""
-    cols = ", ".join(f'"{c}"' for c in COLUMNS[table])
+    """Rows of ``table`` read from ``source`` (a qualified table or a ``read_parquet``), each
+    compared column read together with its type variants."""
+    present = [d[0] for d in con.execute(f"select * from {source} limit 0").description]
+    wanted = [c for c in present if any(c == w or c.startswith(f"{w}__v_") for w in COLUMNS[table])]
+    cols = ", ".join(f'"{c}"' for c in wanted)
     rows = con.execute(f"select {cols} from {source} {where}").fetchall()
-    return Counter(_normalize(table, row) for row in rows)
+    return Counter(
+        _normalize(
+            table,
+            tuple(fold_variants(dict(zip(wanted, row, strict=True)), c) for c in COLUMNS[table]),
+        )
+        for row in rows
+    )
 
 
 def diff(expected: Rows, actual: Rows, limit: int = 3) -> str:
@@ -315,6 +337,18 @@ def error(status: int, message: str, code: str) -> httpx.Response:
     return httpx.Response(status, json={"error": True, "message": message, "code": code})
 
 
+class _Collect(logging.Handler):
+    """dlt's warnings during one sync (a warning that fires is a bug to fix)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.warnings: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno == logging.WARNING:
+            self.warnings.append(record.getMessage())
+
+
 class Harness:
     """One live sandbox, one warehouse under ``tmp``, and helpers to drive and inspect both."""
 
@@ -325,6 +359,7 @@ class Harness:
         self.overrides: dict[str, Any] = {}
         self.log_mark = 0
         self.last_output = ""
+        self.dlt_warnings: list[str] = []
 
     def close(self) -> None:
         self.control.close()
@@ -361,6 +396,9 @@ class Harness:
         **overrides: Any,
     ) -> SyncResult:
         out = io.StringIO()
+        caught = _Collect()
+        dlt_logger = logging.getLogger("dlt")
+        dlt_logger.addHandler(caught)
         try:
             return run_sync(
                 self.target(destination),
@@ -374,6 +412,8 @@ class Harness:
                 models=models,
             )
         finally:
+            dlt_logger.removeHandler(caught)
+            self.dlt_warnings = caught.warnings
             self.last_output = out.getvalue()
 
     def dump(self) -> dict[str, Any]:

@@ -7,8 +7,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from pipelines.feedback.arrow import POSITION, Tabulator
+from pipelines.feedback.shaping import DataError
+from pipelines.feedback.types import ColumnTypes
 
 
 def _tables(items: list[Any]) -> dict[str, pa.Table]:
@@ -22,56 +25,98 @@ def _tables(items: list[Any]) -> dict[str, pa.Table]:
 def test_rows_split_into_root_and_child_tables_without_changing_the_input() -> None:
     rows = [
         {
-            "idx": "f1",
+            "idx": "c1",
             "created_at": datetime(2025, 1, 2, tzinfo=UTC),
-            "author": {"name": "Ana", "deep": {"x": 1}},
-            "companies": [{"id": "c1", "monthly_spend": 10, "attributes": {"a": [1]}}],
+            "follower": {"name": "Ana", "deep": {"x": 1}},
+            "attachments": [{"idx": "a1", "meta": {"a": [1]}}],
             "labels": ["red", "blue"],
-            "content": {"nodes": [1]},
+            "content": [{"type": "paragraph"}],
         }
     ]
     before = copy.deepcopy(rows)
-    tabulator = Tabulator("followers", {"content": {"data_type": "json"}})
+    tabulator = Tabulator("comments", {}, ColumnTypes({}))
     assert list(tabulator.add(rows)) == []  # below a batch: nothing yet
     tables = _tables(list(tabulator.flush()))
     assert rows == before
-    root = tables["followers"].to_pylist()
-    assert root == [
-        {
-            "idx": "f1",
-            "created_at": datetime(2025, 1, 2, tzinfo=UTC),
-            "author__name": "Ana",
-            "author__deep": '{"x":1}',
-            "content": '{"nodes":[1]}',
+    root = tables["comments"].to_pylist()[0]
+    # declared columns are there even when not sent; an object is flattened one level
+    assert {k: v for k, v in root.items() if v is not None} == {
+        "idx": "c1",
+        "created_at": datetime(2025, 1, 2, tzinfo=UTC),
+        "follower__name": "Ana",
+        "follower__deep": '{"x":1}',
+        "content": '[{"type":"paragraph"}]',
+    }
+    assert set(root) >= {"message", "is_private", "idea_id", "follower__idx"}
+    schema = tables["comments"].schema
+    assert schema.field("created_at").type == pa.timestamp("us", tz="UTC")
+    assert schema.field("idea_id").type == pa.int64()
+    assert schema.field("is_private").type == pa.bool_()
+    assert not schema.field("idx").nullable
+    assert tables["comments__attachments"].to_pylist()[0] == {
+        "comment_idx": "c1",
+        POSITION: 0,
+        "idx": "a1",
+        "name": None,
+        "url": None,
+        "type": None,
+        "created_at": None,
+        "updated_at": None,
+        "meta": '{"a":[1]}',
+    }
+    assert tables["comments__labels"].to_pylist() == [
+        {"comment_idx": "c1", POSITION: 0, "value": "red"},
+        {"comment_idx": "c1", POSITION: 1, "value": "blue"},
+    ]
+
+
+def test_declared_types_win_over_the_first_value() -> None:
+    tabulator = Tabulator("topics", {}, ColumnTypes({}))
+    list(tabulator.add([{"idx": "t1", "order": 1, "idea_count": 2, "name": 5}]))
+    table = _tables(list(tabulator.flush()))["topics"]
+    # the spec's numbers are doubles even when the first one is whole; a number sent where
+    # the spec says string goes to a variant, exactly
+    assert table.schema.field("order").type == pa.float64()
+    assert table.column("order").to_pylist() == [1.0]
+    assert table.column("name").to_pylist() == [None]
+    assert table.column("name__v_bigint").to_pylist() == [5]
+
+
+def test_stored_types_win_over_declared_and_first_values() -> None:
+    stored = {
+        "followers__companies": {
+            "columns": {
+                "monthly_spend": {"data_type": "bigint"},  # an earlier version's guess
+                "seats": {"data_type": "bigint"},
+                "attributes": {"data_type": "json"},
+            }
         }
+    }
+    tabulator = Tabulator("followers", {}, ColumnTypes(stored))
+    companies = [
+        {"id": "a", "name": "A", "monthly_spend": 2499.5, "seats": "unlimited", "attributes": {}},
+        {"id": "b", "name": "B", "monthly_spend": 2500, "seats": 10, "attributes": "x"},
     ]
-    assert tables["followers"].schema.field("created_at").type == pa.timestamp("us", tz="UTC")
-    assert not tables["followers"].schema.field("idx").nullable
-    assert tables["followers__companies"].to_pylist() == [
-        {
-            "follower_idx": "f1",
-            POSITION: 0,
-            "id": "c1",
-            "monthly_spend": 10,
-            "attributes": '{"a":[1]}',
-        }
-    ]
-    assert tables["followers__labels"].to_pylist() == [
-        {"follower_idx": "f1", POSITION: 0, "value": "red"},
-        {"follower_idx": "f1", POSITION: 1, "value": "blue"},
-    ]
+    list(tabulator.add([{"idx": "f1", "companies": companies}]))
+    table = _tables(list(tabulator.flush()))["followers__companies"]
+    assert table.column("monthly_spend").to_pylist() == [None, 2500]
+    assert table.column("monthly_spend__v_double").to_pylist() == [2499.5, None]
+    assert table.column("seats").to_pylist() == [None, 10]
+    assert table.column("seats__v_text").to_pylist() == ["unlimited", None]
+    assert table.column("attributes").to_pylist() == ["{}", None]
+    assert table.column("attributes__v_text").to_pylist() == [None, "x"]
 
 
 def test_types_hold_for_the_run_and_drift_goes_to_variants() -> None:
-    tabulator = Tabulator("topics", {})
+    types = ColumnTypes({})
+    tabulator = Tabulator("topics", {}, types)
     assert list(tabulator.add([{"idx": "t1", "n": None, "w": 1}])) == []
     first = _tables(list(tabulator.flush()))
     assert "n" not in first["topics"].column_names  # never seen with a value: not typed yet
-    assert (
-        list(tabulator.add([{"idx": "t2", "n": 3, "w": 1.5}, {"idx": "t3", "n": "x", "w": 2}]))
-        == []
-    )
-    table = _tables(list(tabulator.flush()))["topics"]
+    # another builder of the same run (a parallel transformer call) agrees on the types
+    other = Tabulator("topics", {}, types)
+    assert list(other.add([{"idx": "t2", "n": 3, "w": 1.5}, {"idx": "t3", "n": "x", "w": 2}])) == []
+    table = _tables(list(other.flush()))["topics"]
     assert table.schema.field("w").type == pa.int64()  # typed by the first batch
     assert table.column("w").to_pylist() == [None, 2]
     assert table.column("w__v_double").to_pylist() == [1.5, None]
@@ -79,8 +124,15 @@ def test_types_hold_for_the_run_and_drift_goes_to_variants() -> None:
     assert table.column("n__v_text").to_pylist() == [None, "x"]
 
 
+def test_a_row_without_its_key_stops_the_run_naming_the_table() -> None:
+    tabulator = Tabulator("statuses", {}, ColumnTypes({}))
+    list(tabulator.add([{"idx": "s1"}, {"name": "no idx"}]))
+    with pytest.raises(DataError, match=r"statuses: row 2 .* idx = None"):
+        list(tabulator.flush())
+
+
 def test_batches_are_yielded_as_rows_arrive() -> None:
-    tabulator = Tabulator("topics", {}, batch_rows=3)
+    tabulator = Tabulator("topics", {}, ColumnTypes({}), batch_rows=3)
     assert list(tabulator.add([{"idx": "a"}, {"idx": "b"}])) == []
     out = list(tabulator.add([{"idx": "c"}, {"idx": "d"}]))
     assert [item.data.num_rows for item in out] == [4]
