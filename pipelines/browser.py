@@ -42,8 +42,9 @@ class Visit:
 
 
 @contextmanager
-def open_page(path: Path, width: int = 900, height: int = 900) -> Iterator[Visit]:
-    """Opens the local file ``path``; records console errors, page errors and requests."""
+def open_page(path: Path | str, width: int = 900, height: int = 900) -> Iterator[Visit]:
+    """Opens the local file ``path`` (or a URL); records console errors, page errors and
+    requests."""
     from playwright.sync_api import sync_playwright
 
     browser_path = chromium_path()
@@ -63,7 +64,8 @@ def open_page(path: Path, width: int = 900, height: int = 900) -> Iterator[Visit
             )
             page.on("pageerror", lambda e: visit.console_errors.append(str(e)))
             page.on("request", lambda r: visit.requests.append(r.url))
-            page.goto(path.resolve().as_uri(), wait_until="load")
+            url = path.resolve().as_uri() if isinstance(path, Path) else path
+            page.goto(url, wait_until="load")
             yield visit
         finally:
             browser.close()

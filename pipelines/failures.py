@@ -6,7 +6,13 @@ our error); this walks the chain for the error that says what happened.
 
 from __future__ import annotations
 
-from pipelines.feedback.errors import ConfigError, FeedbackError, LoadFailed
+from pipelines.feedback.errors import (
+    ApiError,
+    ConfigError,
+    FeedbackError,
+    LoadFailed,
+    RetriesExhausted,
+)
 from pipelines.feedback.shaping import DataError
 
 LOCKED = "Could not set lock on file"
@@ -58,3 +64,33 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 1,
             )
     return None, 1
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when running again later may well succeed: the network or the service was in
+    trouble (the client's retries ran out), the destination failed a job it calls
+    retryable, or another process held the DuckDB file. False for bad configuration, bad
+    data, a load the warehouse refused for good, a request the service refused (4xx) and
+    anything not recognised: retrying those only repeats the failure.
+
+    The one place that decides what a scheduler (Prefect's task retries) may retry.
+    """
+    import httpx
+    from dlt.common.destination.exceptions import (
+        DestinationTerminalException,
+        DestinationTransientException,
+    )
+
+    chain = causes(exc)
+    for error in chain:
+        # a cause that is known for good wins over a transient-looking wrapper
+        if isinstance(error, ConfigError | LoadFailed | DataError | DestinationTerminalException):
+            return False
+        if isinstance(error, ApiError) and not isinstance(error, RetriesExhausted):
+            return False
+    for error in chain:
+        if isinstance(error, RetriesExhausted | httpx.TransportError):
+            return True
+        if isinstance(error, DestinationTransientException) or LOCKED in str(error):
+            return True
+    return False

@@ -176,9 +176,12 @@ def _names(value: Any, name: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def load_settings() -> FeedbackSettings:
+def load_settings(api_key: str | None = None) -> FeedbackSettings:
     """Resolves ``sources.feedback`` through dlt's providers (environment, then
     ``.dlt/secrets.toml`` and ``.dlt/config.toml``) and validates it.
+
+    ``api_key``, when given (say, from a Prefect ``Secret`` block), is used instead of the
+    key dlt would resolve.
 
     Raises:
         ConfigError: naming the setting that is missing or malformed.
@@ -188,4 +191,7 @@ def load_settings() -> FeedbackSettings:
     from pipelines.feedback.config import FeedbackConfiguration
 
     config = resolve_configuration(FeedbackConfiguration(), sections=("sources", "feedback"))
-    return FeedbackSettings.validate(**{name: config[name] for name in config})
+    raw = {name: config[name] for name in config}
+    if api_key is not None:
+        raw["api_key"] = api_key
+    return FeedbackSettings.validate(**raw)

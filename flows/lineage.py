@@ -1,0 +1,101 @@
+"""Names for what a run reads and writes: asset keys, the warehouse's concurrency limit, and
+artifact keys, all derived from the target so two warehouses never share one.
+
+Lineage runs API resource -> loaded table -> mart:
+
+- an API resource is ``<base URL>/<resource>`` (user and password left out);
+- a DuckDB table is ``duckdb://<absolute file>/<dataset>/<table>``, a Parquet table
+  ``file://<absolute folder>/<table>.parquet``, another destination's
+  ``<destination>://<dataset>/<table>``;
+- a mart lives beside the tables (``.../marts/<mart>``), and depends on the loaded tables
+  its staging models read.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from pipelines.models import MARTS_SCHEMA, Project
+from pipelines.warehouse import Target
+
+# characters Prefect refuses in an asset key; each becomes "-"
+_RESTRICTED = re.compile(r"[\s#?&%\"'<>\[\]{}|\\^`]")
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def _key(text: str) -> str:
+    return _RESTRICTED.sub("-", text)
+
+
+def slug(text: str) -> str:
+    return _NOT_SLUG.sub("-", text.lower()).strip("-")
+
+
+def resource_asset(base_url: str, resource: str) -> str:
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return _key(urlunsplit((parts.scheme, netloc, f"{parts.path.rstrip('/')}/{resource}", "", "")))
+
+
+def table_asset(target: Target, table: str) -> str:
+    if target.is_parquet:
+        return _key(f"file://{target.parquet_dir.resolve()}/{table}.parquet")
+    path = target.duckdb_file()
+    if path is not None:
+        return _key(f"duckdb://{path.resolve()}/{target.dataset}/{table}")
+    return _key(f"{slug(target.destination) or 'warehouse'}://{target.dataset}/{table}")
+
+
+def mart_asset(target: Target, mart: str) -> str:
+    if target.is_parquet:
+        return _key(f"file://{target.parquet_dir.resolve()}/{MARTS_SCHEMA}/{mart}.parquet")
+    path = target.duckdb_file()
+    if path is not None:
+        return _key(f"duckdb://{path.resolve()}/{MARTS_SCHEMA}/{mart}")
+    return _key(f"{slug(target.destination) or 'warehouse'}://{MARTS_SCHEMA}/{mart}")
+
+
+def mart_sources(project: Project) -> dict[str, set[str]]:
+    """``{mart: {loaded table}}``: the tables each mart reads, through its staging models."""
+    by_name = {m.name: m for m in project.models}
+    reads: dict[str, set[str]] = {}
+    for model in project.models:  # build order: a model's refs come before it
+        tables = set(model.sources)
+        for ref in model.refs:
+            tables |= reads.get(ref, set())
+        reads[model.name] = tables
+    return {name: reads[name] for name, m in by_name.items() if m.layer == MARTS_SCHEMA}
+
+
+def root_resource(table: str) -> str:
+    """The API resource a loaded table comes from (``followers__companies`` -> followers)."""
+    return table.split("__", 1)[0]
+
+
+def warehouse_name(target: Target) -> str:
+    """The warehouse as one slug: what one writer at a time may hold.
+
+    A DuckDB file admits one writing process, whatever the dataset; the Parquet target
+    writes through one working file per folder; another destination is one per dataset.
+    """
+    if target.is_parquet:
+        return f"parquet-{slug(Path(target.parquet_dir).resolve().name) or 'root'}"
+    path = target.duckdb_file()
+    if path is not None:
+        return f"duckdb-{slug(path.stem) or 'warehouse'}"
+    return f"{slug(target.destination)}-{slug(target.dataset)}"
+
+
+def concurrency_limit(target: Target) -> str:
+    """The global concurrency limit every writing flow run holds (create it with limit 1)."""
+    return f"feedback-sync-{warehouse_name(target)}"
+
+
+def artifact_key(target: Target, kind: str) -> str:
+    """``feedback-sync-<warehouse>-<dataset>-<kind>``: one history per warehouse dataset."""
+    return f"feedback-sync-{warehouse_name(target)}-{slug(target.dataset)}-{kind}"

@@ -1,0 +1,172 @@
+"""Data checks on what a sync landed: keys, row counts, freshness, marts.
+
+Each check gives one ``Check``: its name, the table, the figure it measured and whether it
+passed (``None``: reported only, with no threshold set). They read the warehouse through
+dlt's SQL client, so they run on any SQL destination; the Prefect flow attaches them to
+the tables' assets and fails the run when one fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from dlt.pipeline.pipeline import Pipeline
+
+from pipelines.export import data_tables
+from pipelines.feedback.settings import RESOURCES
+from pipelines.models import BuildResult
+
+KEY = "idx"
+TIME_COLUMNS = ("created_at", "updated_at")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's outcome on one table (or mart)."""
+
+    check: str
+    table: str
+    figure: str
+    passed: bool | None  # None: measured and reported, no threshold to pass or fail
+
+    @property
+    def status(self) -> str:
+        return {True: "passed", False: "FAILED", None: "info"}[self.passed]
+
+    def line(self) -> str:
+        return f"{self.check} on {self.table}: {self.figure} ({self.status})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "status": self.status}
+
+
+class ChecksFailed(Exception):
+    """At least one check failed; the message names each failed check, table and figure."""
+
+    def __init__(self, failed: Sequence[Check]) -> None:
+        self.failed = list(failed)
+        super().__init__("data checks failed: " + "; ".join(c.line() for c in failed))
+
+
+def key_checks(pipeline: Pipeline) -> list[Check]:
+    """Root tables' ``idx``: never null, never twice."""
+    checks: list[Check] = []
+    present = set(data_tables(pipeline))
+    with pipeline.sql_client() as client:
+        for table in RESOURCES:
+            if table not in present:
+                continue
+            qualified = client.make_qualified_table_name(table)
+            rows = client.execute_sql(
+                f"select count(*), count(*) - count({KEY}), count({KEY}) - count(distinct {KEY}) "
+                f"from {qualified}"
+            )
+            total, nulls, duplicates = (int(v) for v in rows[0]) if rows else (0, 0, 0)
+            checks.append(
+                Check(
+                    "keys unique and not null",
+                    table,
+                    f"{nulls:,} null and {duplicates:,} duplicate {KEY} among {total:,} rows",
+                    nulls == 0 and duplicates == 0,
+                )
+            )
+    return checks
+
+
+def row_count_checks(
+    now: Mapping[str, int], previous: Mapping[str, int] | None, max_drop: float
+) -> list[Check]:
+    """Rows per table against the previous successful run; a drop beyond ``max_drop`` (a
+    share, 0.25 = a quarter of the rows) fails. With no previous run, counts are reported."""
+    checks: list[Check] = []
+    for table in sorted(now):
+        rows = now[table]
+        before = None if previous is None else previous.get(table)
+        if before is None:
+            checks.append(Check("row count", table, f"{rows:,} rows (no earlier count)", None))
+            continue
+        drop = (before - rows) / before if before else 0.0
+        change = f"{rows:,} rows, {before:,} after the previous successful run"
+        if drop > 0:
+            change += f" (-{drop:.1%}, limit -{max_drop:.0%})"
+        checks.append(Check("row count", table, change, drop <= max_drop))
+    return checks
+
+
+def freshness_checks(
+    pipeline: Pipeline,
+    max_age_hours: Mapping[str, float] | None = None,
+    now: datetime | None = None,
+) -> list[Check]:
+    """The newest ``created_at``/``updated_at`` per resource. A resource given a maximum age
+    in ``max_age_hours`` fails when its newest change is older than that."""
+    limits = dict(max_age_hours or {})
+    now = now or datetime.now(UTC)
+    present = set(data_tables(pipeline))
+    checks: list[Check] = []
+    with pipeline.sql_client() as client:
+        for table in RESOURCES:
+            if table not in present:
+                continue
+            columns = _columns(client, table)
+            times = [c for c in TIME_COLUMNS if c in columns]
+            if not times:
+                continue
+            qualified = client.make_qualified_table_name(table)
+            rows = client.execute_sql(
+                f"select {', '.join(f'max({c})' for c in times)} from {qualified}"
+            )
+            newest = dict(zip(times, rows[0] if rows else (), strict=False))
+            parts = [f"newest {c} {_iso(newest.get(c))}" for c in times]
+            stamps = [s for s in (_aware(v) for v in newest.values()) if s is not None]
+            latest = max(stamps) if stamps else None
+            limit = limits.get(table)
+            passed: bool | None = None
+            if limit is not None:
+                age = None if latest is None else (now - latest).total_seconds() / 3600
+                passed = age is not None and age <= limit
+                parts.append(
+                    f"{'no rows' if age is None else f'{age:,.1f}h old'} (limit {limit:g}h)"
+                )
+            checks.append(Check("freshness", table, ", ".join(parts), passed))
+    return checks
+
+
+def mart_checks(models: BuildResult | None, error: str | None) -> list[Check]:
+    """Every mart built (with its rows), or the model that failed."""
+    if error is not None:
+        return [Check("marts build", "marts", error, False)]
+    if models is None:
+        return []
+    return [
+        Check("marts build", f"marts.{mart}", f"built, {rows:,} rows", True)
+        for mart, rows in models.mart_rows.items()
+    ]
+
+
+def failed(checks: Sequence[Check]) -> list[Check]:
+    return [c for c in checks if c.passed is False]
+
+
+def _columns(client: Any, table: str) -> set[str]:
+    rows = client.execute_sql(
+        "select column_name from information_schema.columns "
+        "where table_schema = %s and table_name = %s",
+        client.dataset_name,
+        table,
+    )
+    return {row[0] for row in rows or ()}
+
+
+def _aware(value: Any) -> datetime | None:
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _iso(value: Any) -> str:
+    stamp = _aware(value)
+    return stamp.isoformat() if stamp is not None else "none"

@@ -1,0 +1,158 @@
+"""End to end, as a user runs it: a real ``prefect server``, the ``feedback-sync`` pool and
+writer limit, ``prefect --no-prompt deploy --all`` from ``prefect.yaml``, a ``process``
+worker, and runs of the deployments against a live sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pytest
+
+from flows.local import LocalPrefect, wait_for_runs
+from sandbox.app import create_app
+from sandbox.server import RunningSandbox, serve_in_thread
+from tests.flows.conftest import SECRET_KEY
+from tests.flows.prefect_api import PrefectApi
+from tests.sync.harness import COLUMNS, diff, expected_rows, landed_rows
+
+pytestmark = pytest.mark.slow
+
+LIMIT = "feedback-sync-duckdb-e2e"
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[LocalPrefect]:
+    # the scheduler stays off: the hourly schedule must not add runs to the test's own
+    local = LocalPrefect(
+        tmp_path / "prefect", {"PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false"}
+    )
+    local.home.mkdir()
+    try:
+        local.start_server()
+        yield local
+    finally:
+        local.close()
+
+
+@pytest.fixture
+def sandbox() -> Iterator[RunningSandbox]:
+    with serve_in_thread(create_app("tiny", 1, api_key=SECRET_KEY)) as running:
+        yield running
+
+
+def _create_run(api: PrefectApi, deployment: str) -> str:
+    found = api.get(f"deployments/name/{deployment}")
+    run = api.post(f"deployments/{found['id']}/create_flow_run", {})
+    return str(run["id"])
+
+
+def _slot_held(api: PrefectApi, flow_run_id: str) -> tuple[datetime, datetime]:
+    """From the start of the run's sync to the end of its checks: when it held the slot."""
+    tasks = api.post("task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run_id]}}})
+    by_name = {t["name"].rsplit("-", 1)[0]: t for t in tasks}
+    start = datetime.fromisoformat(by_name["sync"]["start_time"])
+    end = datetime.fromisoformat(by_name["data checks"]["end_time"])
+    return start, end
+
+
+def test_deployments_from_prefect_yaml_run_on_a_worker_and_serialize(
+    stack: LocalPrefect, sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    api = PrefectApi(stack.api_url)
+    try:
+        _run_it(stack, api, sandbox, tmp_path)
+    except BaseException:
+        print(stack.logs()[-20000:])
+        raise
+    finally:
+        api.close()
+
+
+def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: Path) -> None:
+    # the freshness alarm, with a short window, applied twice: one automation
+    for _ in range(2):
+        stack.python("-m", "flows.alarm", "--within", "10")
+    automations = api.post("automations/filter", {})
+    assert [a["name"] for a in automations] == ["feedback-sync freshness"]
+
+    stack.cli("work-pool", "create", "feedback-sync", "--type", "process")
+    stack.cli("gcl", "create", LIMIT, "--limit", "1")
+    stack.cli("--no-prompt", "deploy", "--all")
+    deployments = {d["name"]: d for d in api.post("deployments/filter", {})}
+    assert set(deployments) == {"incremental", "full"}
+    incremental, full = deployments["incremental"], deployments["full"]
+    assert incremental["work_pool_name"] == "feedback-sync"
+    assert incremental["parameters"]["mode"] == "incremental"
+    assert full["parameters"]["mode"] == "full"
+    assert {"feedback-sync", "incremental"} <= set(incremental["tags"])
+    assert incremental["schedules"][0]["schedule"]["cron"] == "7 * * * *"
+    assert full["schedules"][0]["schedule"]["cron"] == "37 2 * * *"
+    for deployment in (incremental, full):
+        limit = deployment["global_concurrency_limit"]
+        assert limit is not None and limit["limit"] == 1
+        assert deployment["concurrency_options"]["collision_strategy"] == "ENQUEUE"
+
+    worker_env = {
+        "SOURCES__FEEDBACK__BASE_URL": sandbox.base_url,
+        "SOURCES__FEEDBACK__API_KEY": SECRET_KEY,
+        "DESTINATION__DUCKDB__CREDENTIALS": str(tmp / "e2e.duckdb"),
+        "DLT_DATA_DIR": str(tmp / "dlt"),
+        "RUNTIME__DLTHUB_TELEMETRY": "false",
+        "PREFECT_WORKER_QUERY_SECONDS": "1",
+        "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+    }
+    stack.start_worker("feedback-sync", worker_env)
+
+    first = _create_run(api, "feedback-sync/incremental")
+    runs = wait_for_runs(api, [first])
+    assert runs[first]["state"]["type"] == "COMPLETED", runs[first]["state"]
+
+    # two overlapping runs, of both deployments: they take turns, and both succeed
+    response = httpx.post(
+        f"{sandbox.root_url}/_sandbox/mutate",
+        json={
+            "seed": 3,
+            "followers": {"create": 2, "update": 2, "delete": 1},
+            "comments": {"create": 3, "update": 2},
+        },
+        timeout=30,
+    )
+    assert response.status_code == 200
+    pair = [_create_run(api, "feedback-sync/full"), _create_run(api, "feedback-sync/incremental")]
+    runs = wait_for_runs(api, pair)
+    for run_id in pair:
+        assert runs[run_id]["state"]["type"] == "COMPLETED", runs[run_id]["state"]
+    (a_start, a_end), (b_start, b_end) = (_slot_held(api, r) for r in pair)
+    assert a_end <= b_start or b_end <= a_start, "the two runs wrote the warehouse at once"
+
+    # the warehouse equals the server's data (the full run reconciled its deletes)
+    dump = httpx.get(f"{sandbox.root_url}/_sandbox/dump", timeout=60).json()
+    truth = expected_rows(dump)
+    with duckdb.connect(str(tmp / "e2e.duckdb"), read_only=True) as con:
+        for table in COLUMNS:
+            landed = landed_rows(con, table, f'feedback."{table}"')
+            assert landed == truth[table], f"{table}: {diff(truth[table], landed)}"
+
+    # artifacts (one version per run) and asset events
+    assert len(api.artifacts("feedback-sync-duckdb-e2e-feedback-rows")) == 3
+    assert len(api.artifacts("feedback-sync-duckdb-e2e-feedback-report")) == 3
+    materialized = api.wait_for(lambda: list(api.materializations(first)), len(COLUMNS))
+    assert any(key.endswith("/feedback/followers") for key in materialized)
+
+    # the alarm fired while nothing had completed
+    fired = api.wait_for(lambda: _alarm_events(api), 1, timeout=30)
+    assert fired, "the freshness automation never fired"
+
+    # the key is nowhere: not in the server's records, nor in what server and worker printed
+    assert SECRET_KEY not in api.everything()
+    assert SECRET_KEY not in stack.logs()
+
+
+def _alarm_events(api: PrefectApi) -> list[dict[str, Any]]:
+    return [e for e in api.events("prefect.automation.triggered")]

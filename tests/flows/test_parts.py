@@ -1,0 +1,174 @@
+"""The flow's parts that need no server: retry classification, names, artifacts, checks,
+log forwarding, the alarm file."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prefect.states import Failed
+
+from flows import alarm, artifacts, lineage
+from flows.feedback_sync import retry_transient
+from flows.logs import RunLogStream, forwarded
+from pipelines.checks import row_count_checks
+from pipelines.feedback.errors import SCRUBBER, ApiError, ConfigError, LoadFailed, RetriesExhausted
+from pipelines.feedback.shaping import DataError
+from pipelines.models import load_project
+from pipelines.sync import SyncResult
+from pipelines.warehouse import Target
+
+
+def _retried(error: BaseException) -> bool:
+    return retry_transient(None, None, Failed(data=error))  # type: ignore[arg-type]
+
+
+def _wrapped(error: BaseException) -> BaseException:
+    """As dlt hands it over: the cause inside a step failure."""
+    try:
+        try:
+            raise error
+        except BaseException as inner:
+            raise RuntimeError("Pipeline execution failed at stage extract") from inner
+    except RuntimeError as outer:
+        return outer
+
+
+@pytest.mark.parametrize(
+    ("error", "retry"),
+    [
+        (RetriesExhausted("followers", "GET", "/followers", 503, "gave up"), True),
+        (httpx.ConnectError("refused"), True),
+        (RuntimeError("IO Error: Could not set lock on file"), True),
+        (ApiError("followers", "GET", "/followers", 401, "bad key"), False),
+        (ConfigError("missing setting"), False),
+        (DataError("a row without its key"), False),
+        (LoadFailed("the warehouse refused the load"), False),
+        (ValueError("anything else"), False),
+    ],
+)
+def test_only_transient_failures_are_retried(error: BaseException, retry: bool) -> None:
+    assert _retried(error) is retry
+    assert _retried(_wrapped(error)) is retry
+
+
+def test_a_known_permanent_cause_wins_over_a_transient_wrapper() -> None:
+    try:
+        try:
+            raise ConfigError("bad setting")
+        except ConfigError as inner:
+            raise httpx.ConnectError("while reporting") from inner
+    except httpx.ConnectError as outer:
+        assert not _retried(outer)
+
+
+def test_names_derive_from_the_warehouse_and_carry_no_secret(tmp_path: Path) -> None:
+    duck = Target(duckdb_path=tmp_path / "My Warehouse.duckdb", dataset="feedback")
+    assert lineage.concurrency_limit(duck) == "feedback-sync-duckdb-my-warehouse"
+    assert lineage.artifact_key(duck, "rows") == "feedback-sync-duckdb-my-warehouse-feedback-rows"
+    key = lineage.table_asset(duck, "followers")
+    assert key.startswith("duckdb://") and " " not in key and key.endswith("/feedback/followers")
+    parquet = Target(destination="parquet", parquet_dir=tmp_path / "out")
+    assert lineage.table_asset(parquet, "topics") == f"file://{tmp_path / 'out'}/topics.parquet"
+    assert lineage.concurrency_limit(parquet) == "feedback-sync-parquet-out"
+    assert lineage.concurrency_limit(Target(destination="postgres", dataset="fb")) == (
+        "feedback-sync-postgres-fb"
+    )
+    resource = lineage.resource_asset("https://user:pw@feedback.example.com:8443/v1", "comments")
+    assert resource == "https://feedback.example.com:8443/v1/comments"
+
+
+def test_marts_depend_on_the_tables_their_staging_models_read() -> None:
+    reads = lineage.mart_sources(load_project())
+    assert len(reads) == 9
+    assert {"ideas", "followers__companies"} <= reads["idea_engagement"]
+    assert reads["status_summary"] >= {"statuses"}
+    assert all(not any(t.startswith("stg") for t in tables) for tables in reads.values())
+
+
+def _result() -> SyncResult:
+    result = SyncResult(target="DuckDB x", full=False)
+    result.rows_loaded = {"comments": 3}
+    result.rows_removed = {"followers": 1}
+    result.table_rows = {"comments": 160, "followers": 39}
+    result.requests, result.retries = 12, 1
+    result.requests_by_resource = {"comments": 8, "followers": 4}
+    result.phases = {"fetch": 0.5, "load": 0.25}
+    result.complete = ["topics"]
+    return result
+
+
+def test_the_rows_table_round_trips_to_counts() -> None:
+    rows = artifacts.rows_table(_result())
+    assert {tuple(r) for r in rows} == {artifacts.COLUMNS}
+    assert artifacts.counts_from_rows(rows) == {"comments": 160, "followers": 39}
+    run = next(r for r in rows if r["kind"] == "run")
+    assert (run["requests"], run["retries"], run["loaded"]) == (12, 1, 3)
+    assert [r["name"] for r in rows if r["kind"] == "step"] == ["fetch", "load"]
+
+
+def test_the_report_says_what_a_normal_run_skipped() -> None:
+    skipped = artifacts.skipped_lines(_result(), ["comments", "followers", "topics"], models=False)
+    text = "\n".join(skipped)
+    assert "resources not selected: announcements, statuses, integration_links, ideas" in text
+    assert "deletes not reconciled for comments, followers" in text
+    assert "the SQL models were not built" in text
+    report = artifacts.report_markdown(_result(), None, skipped, "limit-x")
+    assert "Checks were switched off" in report and "`limit-x`" in report
+
+
+def test_row_count_drops_fail_beyond_the_share() -> None:
+    checks = {
+        c.table: c for c in row_count_checks({"a": 75, "b": 74, "c": 5}, {"a": 100, "b": 100}, 0.25)
+    }
+    assert checks["a"].passed is True
+    assert checks["b"].passed is False and "-26.0%" in checks["b"].figure
+    assert checks["c"].passed is None  # no earlier count
+    assert all(c.passed is None for c in row_count_checks({"a": 1}, None, 0.1))
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.records: list[tuple[int, str]] = []
+
+    def info(self, message: str) -> None:
+        self.records.append((logging.INFO, message))
+
+    def log(self, level: int, message: str) -> None:
+        self.records.append((level, message))
+
+
+def test_progress_lines_and_dlt_warnings_reach_the_run_logger_scrubbed() -> None:
+    SCRUBBER.register("s3cr3t-token-for-log-test")
+    recorder: Any = _Recorder()
+    stream = RunLogStream(recorder)
+    stream.write("sync: 1.0s  3 requests\nsync: half a ")
+    stream.write("line with s3cr3t-token-for-log-test\n\n")
+    stream.write("no newline yet")
+    stream.flush()
+    with forwarded(recorder):
+        logging.getLogger("dlt").warning("schema %s changed", "feedback")
+        logging.getLogger("dlt").info("not forwarded: below WARNING")
+    logging.getLogger("dlt").warning("after the block: not forwarded")
+    assert recorder.records == [
+        (logging.INFO, "sync: 1.0s  3 requests"),
+        (logging.INFO, "sync: half a line with ***"),
+        (logging.INFO, "no newline yet"),
+        (logging.WARNING, "dlt: schema feedback changed"),
+    ]
+
+
+def test_the_alarm_file_is_a_valid_automation_and_takes_a_window() -> None:
+    from prefect.events.schemas.automations import AutomationCore
+
+    spec = alarm.read(alarm.FILE, within=10, notify=None)
+    automation = AutomationCore.model_validate(spec)
+    assert automation.trigger.within.total_seconds() == 10  # type: ignore[union-attr]
+    default = AutomationCore.model_validate(alarm.read(alarm.FILE, None, None))
+    assert default.trigger.within.total_seconds() == 7200  # type: ignore[union-attr]
+    assert default.trigger.posture == "Proactive"  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="10 seconds"):
+        AutomationCore.model_validate(alarm.read(alarm.FILE, within=5, notify=None))
