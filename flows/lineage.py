@@ -43,21 +43,20 @@ def resource_asset(base_url: str, resource: str) -> str:
 
 
 def table_asset(target: Target, table: str) -> str:
-    if target.is_parquet:
-        return _key(f"file://{target.parquet_dir.resolve()}/{table}.parquet")
-    path = target.duckdb_file()
-    if path is not None:
-        return _key(f"duckdb://{path.resolve()}/{target.dataset}/{table}")
-    return _key(f"{slug(target.destination) or 'warehouse'}://{target.dataset}/{table}")
+    return _relation_asset(target, target.dataset, table, parquet_folder="")
 
 
 def mart_asset(target: Target, mart: str) -> str:
+    return _relation_asset(target, MARTS_SCHEMA, mart, parquet_folder=f"{MARTS_SCHEMA}/")
+
+
+def _relation_asset(target: Target, schema: str, name: str, parquet_folder: str) -> str:
     if target.is_parquet:
-        return _key(f"file://{target.parquet_dir.resolve()}/{MARTS_SCHEMA}/{mart}.parquet")
+        return _key(f"file://{target.parquet_dir.resolve()}/{parquet_folder}{name}.parquet")
     path = target.duckdb_file()
     if path is not None:
-        return _key(f"duckdb://{path.resolve()}/{MARTS_SCHEMA}/{mart}")
-    return _key(f"{slug(target.destination) or 'warehouse'}://{MARTS_SCHEMA}/{mart}")
+        return _key(f"duckdb://{path.resolve()}/{schema}/{name}")
+    return _key(f"{slug(target.destination) or 'warehouse'}://{schema}/{name}")
 
 
 def mart_sources(project: Project) -> dict[str, set[str]]:

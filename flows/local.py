@@ -73,31 +73,21 @@ class LocalPrefect:
         )
 
     def cli(self, *args: str, timeout: float = 120) -> str:
-        done = subprocess.run(
-            [PREFECT, *args],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        output = done.stdout + done.stderr
-        if done.returncode != 0:
-            raise AssertionError(f"prefect {' '.join(args)} failed ({done.returncode}):\n{output}")
-        return output
+        """``prefect ARGS`` against this server; its output (raises when it fails)."""
+        return self._call([PREFECT, *args], timeout)
 
     def python(self, *args: str, timeout: float = 120) -> str:
+        """``python ARGS`` (this interpreter) against this server; its output."""
+        return self._call([sys.executable, *args], timeout)
+
+    def _call(self, args: list[str], timeout: float) -> str:
         done = subprocess.run(
-            [sys.executable, *args],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+            args, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
         )
         output = done.stdout + done.stderr
         if done.returncode != 0:
-            raise AssertionError(f"python {' '.join(args)} failed ({done.returncode}):\n{output}")
+            command = " ".join([Path(args[0]).name, *args[1:]])
+            raise AssertionError(f"{command} failed ({done.returncode}):\n{output}")
         return output
 
     def start_worker(self, pool: str, env: dict[str, str]) -> subprocess.Popen[bytes]:

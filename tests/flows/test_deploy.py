@@ -15,8 +15,7 @@ import httpx
 import pytest
 
 from flows.local import LocalPrefect, wait_for_runs
-from sandbox.app import create_app
-from sandbox.server import RunningSandbox, serve_in_thread
+from sandbox.server import RunningSandbox
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
 from tests.sync.harness import COLUMNS, diff, expected_rows, landed_rows
@@ -40,12 +39,6 @@ def stack(tmp_path: Path) -> Iterator[LocalPrefect]:
         local.close()
 
 
-@pytest.fixture
-def sandbox() -> Iterator[RunningSandbox]:
-    with serve_in_thread(create_app("tiny", 1, api_key=SECRET_KEY)) as running:
-        yield running
-
-
 def _create_run(api: PrefectApi, deployment: str) -> str:
     found = api.get(f"deployments/name/{deployment}")
     run = api.post(f"deployments/{found['id']}/create_flow_run", {})
@@ -62,11 +55,11 @@ def _slot_held(api: PrefectApi, flow_run_id: str) -> tuple[datetime, datetime]:
 
 
 def test_deployments_from_prefect_yaml_run_on_a_worker_and_serialize(
-    stack: LocalPrefect, sandbox: RunningSandbox, tmp_path: Path
+    stack: LocalPrefect, secret_sandbox: RunningSandbox, tmp_path: Path
 ) -> None:
     api = PrefectApi(stack.api_url)
     try:
-        _run_it(stack, api, sandbox, tmp_path)
+        _run_it(stack, api, secret_sandbox, tmp_path)
     except BaseException:
         print(stack.logs()[-20000:])
         raise
