@@ -4,8 +4,8 @@
   retries, and seconds per step;
 - ``...-report``: markdown with the summary, the checks, and what this run skipped.
 
-The previous successful run's row counts, which the row-count check compares against, are
-read back from the newest ``-rows`` artifact of a completed flow run.
+- ``...-baseline``: rows per table after the last run whose sync and checks passed, written
+  while that run still holds the writer slot; the row-count check compares against it.
 """
 
 from __future__ import annotations
@@ -21,12 +21,18 @@ from pipelines.sync import SyncResult
 COLUMNS = ("kind", "name", "loaded", "removed", "now", "requests", "retries", "seconds")
 
 
+def _row(kind: str, name: str, **values: Any) -> dict[str, Any]:
+    return {column: values.get(column) for column in COLUMNS} | {"kind": kind, "name": name}
+
+
+def failed_rows(mode: str) -> list[dict[str, Any]]:
+    """The rows table of a run that stopped before it loaded anything."""
+    return [_row("run", f"{mode} (failed, nothing loaded)")]
+
+
 def rows_table(result: SyncResult) -> list[dict[str, Any]]:
     """One row per table, per resource requested, per step, and one for the run."""
-
-    def row(kind: str, name: str, **values: Any) -> dict[str, Any]:
-        return {column: values.get(column) for column in COLUMNS} | {"kind": kind, "name": name}
-
+    row = _row
     rows = [
         row(
             "table",
@@ -66,7 +72,9 @@ def counts_from_rows(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def skipped_lines(result: SyncResult, selected: Sequence[str] | None, models: bool) -> list[str]:
+def skipped_lines(
+    result: SyncResult, selected: Sequence[str] | None, models: str | None
+) -> list[str]:
     """What this run did not do, that a user might expect it to have done."""
     lines: list[str] = []
     chosen = list(selected) if selected else list(RESOURCES)
@@ -89,8 +97,8 @@ def skipped_lines(result: SyncResult, selected: Sequence[str] | None, models: bo
         lines.append(f"{resource}: {count} idea(s) that no longer exist (404) were skipped")
     if result.ideas_endpoint is False:
         lines.append("/ideas is not served: ideas were discovered from other resources")
-    if not models:
-        lines.append("the SQL models were not built (run_models is off)")
+    if models is not None:
+        lines.append(f"the SQL models were not built: {models}")
     return lines
 
 
@@ -128,24 +136,16 @@ def report_markdown(
 
 
 def previous_counts(key: str) -> dict[str, int] | None:
-    """Rows per table after the newest completed flow run that wrote the ``key`` artifact."""
+    """Rows per table after the last successful run: the newest ``key`` artifact (the
+    baseline, which a run writes while it still holds the writer slot, and only when its
+    sync and checks passed)."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        ArtifactFilter,
-        ArtifactFilterKey,
-        FlowRunFilter,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
     from prefect.client.schemas.sorting import ArtifactSort
 
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
-            flow_run_filter=FlowRunFilter(
-                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.COMPLETED]))
-            ),
             sort=ArtifactSort.CREATED_DESC,
             limit=1,
         )

@@ -50,8 +50,8 @@ from pipelines.checks import (
     row_count_checks,
 )
 from pipelines.failures import explain, is_transient
-from pipelines.feedback.errors import ConfigError
-from pipelines.feedback.settings import load_settings
+from pipelines.feedback.errors import SCRUBBER, ConfigError
+from pipelines.feedback.settings import RESOURCES, load_settings
 from pipelines.models import BuildResult, load_project
 from pipelines.models import apply as apply_models
 from pipelines.sync import SyncResult, check_resources, run_sync
@@ -126,7 +126,7 @@ def data_checks(
     """Keys, row counts against the previous successful run, freshness, marts."""
     logger = get_run_logger()
     pipeline = target.pipeline()
-    previous = artifacts.previous_counts(lineage.artifact_key(target, "rows"))
+    previous = artifacts.previous_counts(lineage.artifact_key(target, "baseline"))
     found = [
         *key_checks(pipeline),
         *row_count_checks(result.table_rows, previous, max_row_drop),
@@ -281,6 +281,12 @@ def feedback_sync(
         raise ConfigError(f"mode must be incremental or full, got {mode!r}")
     if not 0 <= max_row_drop <= 1:
         raise ConfigError(f"max_row_drop must be a share from 0 to 1, got {max_row_drop!r}")
+    unknown = sorted(set(max_age_hours or {}) - set(RESOURCES))
+    if unknown:
+        raise ConfigError(
+            f"max_age_hours names no resource: {', '.join(unknown)}; "
+            f"choose from {', '.join(RESOURCES)}"
+        )
     target = _target(destination, dataset, parquet_dir, pipelines_dir)
     selected = check_resources(resources)
     retries, delays = _retry_options()
@@ -290,6 +296,9 @@ def feedback_sync(
         try:
             held.enter_context(concurrency(limit, occupy=1, strict=True))
         except ConcurrencySlotAcquisitionError as exc:
+            if "must be created" not in str(exc):  # the server failed, the limit exists
+                _report_failure(target, mode, f"could not take the writer slot {limit!r}: {exc}")
+                raise
             missing = (
                 f"no global concurrency limit named {limit!r} on the Prefect server ({exc}); "
                 f"create it once with: prefect gcl create {limit} --limit 1"
@@ -300,38 +309,55 @@ def feedback_sync(
         state = sync.with_options(retries=retries, retry_delay_seconds=delays)(
             target, mode == "full", list(selected) if selected else None, return_state=True
         )
-        if state.is_failed():
-            error = _failure(state)
-            message = (explain(error)[0] if error is not None else None) or state.message
-            _report_failure(target, mode, f"the sync failed: {message}")
-            raise RuntimeError(f"the sync failed: {message}")
+        if not state.is_completed():  # failed, crashed or cancelled
+            error = _failure(state) if state.is_failed() else None
+            told = (explain(error)[0] if error is not None else None) or state.message
+            message = SCRUBBER.scrub(f"the sync failed: {told or state.name}")
+            _report_failure(target, mode, message)
+            raise RuntimeError(message)
         result: SyncResult = state.result()
         built: BuildResult | None = None
         models_error: str | None = None
-        if run_models and target.is_duckdb_backed:
+        not_built: str | None = None
+        if not run_models:
+            not_built = "run_models is off"
+        elif not target.is_duckdb_backed:
+            not_built = f"they run on DuckDB and Parquet targets, not {target.describe()}"
+            logger.warning("the SQL models were not built: %s", not_built)
+        else:
             model_state = models(target, return_state=True)
-            if model_state.is_failed():
+            if model_state.is_completed():
+                built = model_state.result()
+            else:
                 error = _failure(model_state)
                 models_error = str(error) if error is not None else str(model_state.message)
-            else:
-                built = model_state.result()
-        elif run_models:
-            logger.warning(
-                "the SQL models run on DuckDB and Parquet targets; not built for %s",
-                target.describe(),
+                not_built = f"the build failed: {models_error}"
+        found: list[Check] | None = None
+        if checks:
+            check_state = data_checks(
+                target, result, built, models_error, max_row_drop, max_age_hours, return_state=True
             )
-        found = (
-            data_checks(target, result, built, models_error, max_row_drop, max_age_hours)
-            if checks
-            else None
+            if check_state.is_completed():
+                found = check_state.result()
+            else:
+                error = _failure(check_state)
+                reason = SCRUBBER.scrub(str(error or check_state.message))
+                found = [Check("checks ran", "warehouse", f"the checks failed: {reason}", False)]
+        # written while the slot is held, so the next run's checks see this run's counts
+        table = artifacts.rows_table(result)
+        create_table_artifact(
+            table,
+            key=lineage.artifact_key(target, "rows"),
+            description="feedback-sync: rows per table, requests, retries, seconds per step",
         )
+        if not failed(found or []):
+            create_table_artifact(
+                table,
+                key=lineage.artifact_key(target, "baseline"),
+                description="feedback-sync: rows per table after the last successful run",
+            )
     reported = publish_assets(target, _base_url(), result, built, found or [])
-    create_table_artifact(
-        artifacts.rows_table(result),
-        key=lineage.artifact_key(target, "rows"),
-        description="feedback-sync: rows per table, requests, retries, seconds per step",
-    )
-    skipped = artifacts.skipped_lines(result, selected, run_models and built is not None)
+    skipped = artifacts.skipped_lines(result, selected, not_built)
     create_markdown_artifact(
         artifacts.report_markdown(result, found, skipped, limit),
         key=lineage.artifact_key(target, "report"),
@@ -353,7 +379,12 @@ def feedback_sync(
 
 
 def _report_failure(target: Target, mode: str, message: str) -> None:
-    """The run's report when it stopped before it had anything else to say."""
+    """The run's artifacts when it stopped before it had anything else to say."""
+    create_table_artifact(
+        artifacts.failed_rows(mode),
+        key=lineage.artifact_key(target, "rows"),
+        description="feedback-sync: rows per table, requests, retries, seconds per step",
+    )
     create_markdown_artifact(
         f"# feedback-sync: {mode} run FAILED\n\n{message}\n\n"
         "Nothing of this run was committed; the next run resumes from the last committed "

@@ -1,5 +1,7 @@
 """Names for what a run reads and writes: asset keys, the warehouse's concurrency limit, and
-artifact keys, all derived from the target so two warehouses never share one.
+artifact keys, all derived from the target. The limit goes by the file's or folder's name
+(two warehouses named alike share one limit: they take turns, which is safe); asset and
+artifact keys carry the full path or a hash of it, so they never mix two warehouses.
 
 Lineage runs API resource -> loaded table -> mart:
 
@@ -13,6 +15,7 @@ Lineage runs API resource -> loaded table -> mart:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -96,5 +99,13 @@ def concurrency_limit(target: Target) -> str:
 
 
 def artifact_key(target: Target, kind: str) -> str:
-    """``feedback-sync-<warehouse>-<dataset>-<kind>``: one history per warehouse dataset."""
-    return f"feedback-sync-{warehouse_name(target)}-{slug(target.dataset)}-{kind}"
+    """``feedback-sync-<warehouse>-<dataset>-<hash>-<kind>``: one history per warehouse
+    dataset. The hash (of the resolved file or folder, the destination and the dataset)
+    keeps two warehouses whose names read alike (``/a/warehouse.duckdb`` and
+    ``/b/warehouse.duckdb``) from sharing a history, and so a row-count baseline."""
+    path = target.parquet_dir if target.is_parquet else target.duckdb_file()
+    identity = "|".join(
+        [target.destination, str(path.resolve()) if path is not None else "", target.dataset]
+    )
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
+    return f"feedback-sync-{warehouse_name(target)}-{slug(target.dataset)}-{digest}-{kind}"

@@ -82,8 +82,8 @@ def row_count_checks(
     """Rows per table against the previous successful run; a drop beyond ``max_drop`` (a
     share, 0.25 = a quarter of the rows) fails. With no previous run, counts are reported."""
     checks: list[Check] = []
-    for table in sorted(now):
-        rows = now[table]
+    for table in sorted(set(now) | set(previous or {})):
+        rows = now.get(table, 0)  # a table that vanished has no rows
         before = None if previous is None else previous.get(table)
         if before is None:
             checks.append(Check("row count", table, f"{rows:,} rows (no earlier count)", None))

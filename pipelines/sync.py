@@ -33,7 +33,7 @@ from dlt.pipeline.pipeline import Pipeline
 from pipelines.export import data_tables, export_parquet
 from pipelines.failures import causes
 from pipelines.feedback import RESOURCES, SyncRun, feedback
-from pipelines.feedback.errors import ConfigError, LoadFailed
+from pipelines.feedback.errors import ConfigError, LoadFailed, redact_url
 from pipelines.feedback.settings import FeedbackSettings, load_settings
 from pipelines.models import BuildResult, ModelError
 from pipelines.models import apply as apply_models
@@ -203,7 +203,7 @@ def run_sync(
         chosen = list(source.selected_resources)
         print(
             f"sync: {'full' if full else 'incremental'} run of {', '.join(chosen)} "
-            f"from {settings.base_url} into {target.describe()}",
+            f"from {redact_url(settings.base_url)} into {target.describe()}",
             file=out,
             flush=True,
         )

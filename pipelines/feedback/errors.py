@@ -71,10 +71,12 @@ class RetriesExhausted(ApiError):
 
 
 def redact_url(url: str) -> str:
-    """The URL with secret query parameters replaced by ``***``."""
+    """The URL with secret query parameters, and a password in it, replaced by ``***``."""
     parts = urlsplit(url)
+    if parts.password is not None:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1))
     if not parts.query:
-        return url
+        return urlunsplit(parts)
     pairs = [
         (name, "***" if name.lower() in SECRET_PARAMS else value)
         for name, value in parse_qsl(parts.query, keep_blank_values=True)

@@ -14,7 +14,9 @@ import duckdb
 import httpx
 import pytest
 
+from flows.lineage import artifact_key
 from flows.local import LocalPrefect, wait_for_runs
+from pipelines.warehouse import Target
 from sandbox.server import RunningSandbox
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
@@ -121,6 +123,11 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     runs = wait_for_runs(api, pair)
     for run_id in pair:
         assert runs[run_id]["state"]["type"] == "COMPLETED", runs[run_id]["state"]
+    # both flow runs were running at the same time (one waited for the slot) ...
+    starts = [datetime.fromisoformat(runs[r]["start_time"]) for r in pair]
+    ends = [datetime.fromisoformat(runs[r]["end_time"]) for r in pair]
+    assert max(starts) < min(ends), "the runs did not overlap: nothing was serialized"
+    # ... and their writes did not
     (a_start, a_end), (b_start, b_end) = (_slot_held(api, r) for r in pair)
     assert a_end <= b_start or b_end <= a_start, "the two runs wrote the warehouse at once"
 
@@ -133,8 +140,9 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
             assert landed == truth[table], f"{table}: {diff(truth[table], landed)}"
 
     # artifacts (one version per run) and asset events
-    assert len(api.artifacts("feedback-sync-duckdb-e2e-feedback-rows")) == 3
-    assert len(api.artifacts("feedback-sync-duckdb-e2e-feedback-report")) == 3
+    warehouse = Target(duckdb_path=tmp / "e2e.duckdb")
+    assert len(api.artifacts(artifact_key(warehouse, "rows"))) == 3
+    assert len(api.artifacts(artifact_key(warehouse, "report"))) == 3
     materialized = api.wait_for(lambda: list(api.materializations(first)), len(COLUMNS))
     assert any(key.endswith("/feedback/followers") for key in materialized)
 

@@ -15,10 +15,12 @@ import duckdb
 import httpx
 import pytest
 
+from flows import lineage
 from flows.feedback_sync import feedback_sync
 from flows.lineage import mart_sources
 from pipelines import cli
 from pipelines.models import load_project
+from pipelines.warehouse import Target
 from sandbox.server import RunningSandbox
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
@@ -29,6 +31,10 @@ pytestmark = pytest.mark.slow
 
 def _run(**parameters: Any) -> Any:
     return feedback_sync(return_state=True, **parameters)
+
+
+def _key(folder: Path, kind: str, file: str = "flow.duckdb") -> str:
+    return lineage.artifact_key(Target(duckdb_path=folder / file), kind)
 
 
 def _run_id(state: Any) -> str:
@@ -129,9 +135,10 @@ def test_the_flow_lands_what_the_cli_lands_and_reports_what_each_run_touched(
         assert (f"{warehouse}/marts/{mart}" in touched) == bool(reads & changed), mart
 
     # keyed artifacts keep their history
-    rows = prefect_server.artifacts("feedback-sync-duckdb-flow-feedback-rows")
+    rows = prefect_server.artifacts(_key(flow_env, "rows"))
     assert len(rows) == 2
-    report = prefect_server.artifacts("feedback-sync-duckdb-flow-feedback-report")
+    assert len(prefect_server.artifacts(_key(flow_env, "baseline"))) == 2
+    report = prefect_server.artifacts(_key(flow_env, "report"))
     assert len(report) == 2
     assert "## Checks" in report[0]["data"]
     assert "deletes not reconciled for" in report[0]["data"]
@@ -167,7 +174,10 @@ def test_a_failed_check_fails_the_run_naming_the_check_table_and_figure(
     followers = [e for e in events if e["resource"]["prefect.resource.id"].endswith("/followers")]
     assert followers
     assert any(c["status"] == "FAILED" for c in followers[0]["payload"]["checks"])
-    # the comparison is with the last *successful* run: the drop is still reported
+    # the failed run did not move the baseline: the next run still compares with the last
+    # successful run, and reports the drop again
+    assert len(prefect_server.artifacts(_key(flow_env, "baseline"))) == 1
+    assert len(prefect_server.artifacts(_key(flow_env, "rows"))) == 2
     again = _run(pipelines_dir=str(flow_env / "p"), max_row_drop=0.1)
     assert again.is_failed()
     assert "row count on followers" in str(again.message)
@@ -185,7 +195,7 @@ def test_only_transient_failures_are_retried(
     assert refused.is_failed()
     assert "HTTP 401" in str(refused.message)
     assert _task_runs(prefect_server, _run_id(refused))["sync"]["run_count"] == 1
-    report = prefect_server.artifacts("feedback-sync-duckdb-flow-feedback-report")[0]
+    report = prefect_server.artifacts(_key(flow_env, "report"))[0]
     assert report["flow_run_id"] == _run_id(refused)
     assert "HTTP 401" in report["data"] and SECRET_KEY not in report["data"]
 
@@ -221,7 +231,7 @@ def test_a_missing_writer_limit_fails_before_anything_is_written(
     assert state.is_failed()
     assert "prefect gcl create feedback-sync-duckdb-other --limit 1" in str(state.message)
     assert not (flow_env / "other.duckdb").exists()
-    report = prefect_server.artifacts("feedback-sync-duckdb-other-feedback-report")
+    report = prefect_server.artifacts(_key(flow_env, "report", "other.duckdb"))
     assert "prefect gcl create feedback-sync-duckdb-other" in report[0]["data"]
 
 
@@ -238,6 +248,6 @@ def test_the_key_comes_from_a_secret_block_when_one_exists(
         assert state.is_completed(), state.message
         logs = "\n".join(prefect_server.logs(_run_id(state)))
         assert "API key from the Prefect Secret block 'feedback-key-for-tests'" in logs
-        assert SECRET_KEY not in logs
+        assert SECRET_KEY not in prefect_server.everything()
     finally:
         prefect_server.http.delete(f"block_documents/{block_id}")

@@ -4,6 +4,7 @@ log forwarding, the alarm file."""
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,13 @@ def test_a_known_permanent_cause_wins_over_a_transient_wrapper() -> None:
 def test_names_derive_from_the_warehouse_and_carry_no_secret(tmp_path: Path) -> None:
     duck = Target(duckdb_path=tmp_path / "My Warehouse.duckdb", dataset="feedback")
     assert lineage.concurrency_limit(duck) == "feedback-sync-duckdb-my-warehouse"
-    assert lineage.artifact_key(duck, "rows") == "feedback-sync-duckdb-my-warehouse-feedback-rows"
+    assert re.fullmatch(
+        r"feedback-sync-duckdb-my-warehouse-feedback-[0-9a-f]{8}-rows",
+        lineage.artifact_key(duck, "rows"),
+    )
+    elsewhere = Target(duckdb_path=tmp_path / "b" / "My Warehouse.duckdb", dataset="feedback")
+    assert lineage.concurrency_limit(elsewhere) == lineage.concurrency_limit(duck)  # take turns
+    assert lineage.artifact_key(elsewhere, "rows") != lineage.artifact_key(duck, "rows")
     key = lineage.table_asset(duck, "followers")
     assert key.startswith("duckdb://") and " " not in key and key.endswith("/feedback/followers")
     parquet = Target(destination="parquet", parquet_dir=tmp_path / "out")
@@ -111,11 +118,14 @@ def test_the_rows_table_round_trips_to_counts() -> None:
 
 
 def test_the_report_says_what_a_normal_run_skipped() -> None:
-    skipped = artifacts.skipped_lines(_result(), ["comments", "followers", "topics"], models=False)
+    skipped = artifacts.skipped_lines(
+        _result(), ["comments", "followers", "topics"], models="run_models is off"
+    )
     text = "\n".join(skipped)
     assert "resources not selected: announcements, statuses, integration_links, ideas" in text
     assert "deletes not reconciled for comments, followers" in text
-    assert "the SQL models were not built" in text
+    assert "the SQL models were not built: run_models is off" in text
+    assert not any("models" in line for line in artifacts.skipped_lines(_result(), None, None))
     report = artifacts.report_markdown(_result(), None, skipped, "limit-x")
     assert "Checks were switched off" in report and "`limit-x`" in report
 
@@ -128,6 +138,8 @@ def test_row_count_drops_fail_beyond_the_share() -> None:
     assert checks["b"].passed is False and "-26.0%" in checks["b"].figure
     assert checks["c"].passed is None  # no earlier count
     assert all(c.passed is None for c in row_count_checks({"a": 1}, None, 0.1))
+    vanished = row_count_checks({"a": 100}, {"a": 100, "gone": 10}, 0.25)
+    assert [c.table for c in vanished if c.passed is False] == ["gone"]
 
 
 class _Recorder:
