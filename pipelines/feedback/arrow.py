@@ -101,7 +101,11 @@ class _Table:
             nullable = name not in self.keys
             arrow_type = ARROW_TYPES[kind]
             fields.append(pa.field(name, arrow_type, nullable=nullable))
-            if kind == "json":  # only JSON needs a conversion: its text
+            # JSON becomes its text; an integer in a double column its (exact) double, in a
+            # text column (one too long for any number) its digits; the rest goes as it is
+            if kind == "json" or (
+                kind in ("double", "text") and any(type(v) is int for v in values)
+            ):
                 values = [arrow_value(kind, v) for v in values]
             arrays.append(pa.array(values, type=arrow_type))
             hints[name] = column_hint(kind, nullable=nullable)

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import json
 import logging
+import math
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -316,8 +319,8 @@ class FeedbackClient:
             raise _Retryable(status, f"HTTP {status} {message}", retry_after)
         if 200 <= status < 300:
             try:
-                data = orjson.loads(body)
-            except orjson.JSONDecodeError:
+                data = parse_json(body)
+            except ValueError:  # orjson's and json's decode errors both are ValueErrors
                 raise _Retryable(status, f"HTTP {status} with a body that is not JSON") from None
             if not isinstance(data, dict):
                 raise _Retryable(status, f"HTTP {status} with a JSON body that is not an object")
@@ -334,6 +337,34 @@ class FeedbackClient:
     def _scrub(self, text: str) -> str:
         """Whatever the server echoed, the key does not travel on in a message."""
         return text.replace(self.settings.api_key, "***")
+
+
+# 19 or more digits in a row: maybe an integer beyond 64 bits, which orjson would turn into
+# a float (2**64 + 1 -> 1.8446744073709552e19) without a word
+_LONG_DIGITS = re.compile(rb"\d{19,}")
+
+
+def parse_json(body: bytes) -> Any:
+    """The body as JSON, every number exactly as sent.
+
+    orjson (fast) parses integers beyond 64 bits as floats, losing digits; a body with a
+    run of 19 or more digits anywhere (most often an id inside a string) is parsed by the
+    standard library instead, whose integers are exact at any size. A number too big for a
+    double (``1e400``) is refused as orjson refuses it, not read as infinity.
+
+    Raises:
+        ValueError: the body is not JSON.
+    """
+    if not _LONG_DIGITS.search(body):
+        return orjson.loads(body)
+    return json.loads(body, parse_float=_finite_float)
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"number is infinity when parsed as double: {text[:40]}")
+    return number
 
 
 def _retry_after(value: str | None) -> float | None:

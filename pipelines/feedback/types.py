@@ -29,6 +29,7 @@ hint becomes text, which dlt takes without touching the table (DuckDB's JSON typ
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -53,6 +54,7 @@ ARROW_TYPES: dict[str, pa.DataType] = {
 }
 _DLT_TYPES = {kind: kind for kind in KINDS} | {"json": "text"}
 _INT64 = (-(2**63), 2**63 - 1)
+_DECIMAL_LIMIT = 10**38  # decimal(38, 0) holds integers below this, exactly
 
 _TIMES = {"created_at": "timestamp", "updated_at": "timestamp"}
 _PERSON = {"__idx": "text", "__name": "text", "__avatar": "text"}
@@ -158,8 +160,11 @@ def kind_of(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int):
-        # beyond 64 bits no integer column holds it; a 38-digit decimal does, exactly
-        return "bigint" if _INT64[0] <= value <= _INT64[1] else "decimal"
+        # beyond 64 bits no integer column holds it; a 38-digit decimal does, exactly;
+        # beyond 38 digits only its digits do (text)
+        if _INT64[0] <= value <= _INT64[1]:
+            return "bigint"
+        return "decimal" if abs(value) < _DECIMAL_LIMIT else "text"
     if isinstance(value, float):
         return "double"
     if isinstance(value, datetime):
@@ -190,9 +195,20 @@ def variant_name(column: str, value: Any) -> str:
 
 
 def arrow_value(kind: str, value: Any) -> Any:
-    """A fitting value as Arrow takes it: JSON as its text, anything else as it is."""
+    """A fitting value as Arrow takes it: JSON as its text, an integer too long for any
+    number column as its digits, an integer in a double column as that (exact) double,
+    anything else as it is."""
     if kind == "json" and value is not None:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        try:
+            return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits inside: exact, slower
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, int) and not isinstance(value, bool):
+        if kind == "text":
+            return str(value)
+        if kind == "double":
+            # fits() checked the double holds it exactly; Arrow refuses any int beyond 2**53
+            return float(value)
     return value
 
 

@@ -137,3 +137,22 @@ def test_batches_are_yielded_as_rows_arrive() -> None:
     out = list(tabulator.add([{"idx": "c"}, {"idx": "d"}]))
     assert [item.data.num_rows for item in out] == [4]
     assert list(tabulator.flush()) == []
+
+
+def test_integers_of_any_size_land_exactly() -> None:
+    """2**60 is a double exactly (Arrow still refuses ints past 2**53 into float64);
+    2**64 + 1 is not, and goes to a 38-digit decimal; 10**40 + 1 fits no number column
+    and keeps its digits as text."""
+    tabulator = Tabulator("topics", {}, ColumnTypes({}))
+    rows = [
+        {"idx": "t1", "order": 2**60, "custom": 2**64 + 1, "note": "a"},
+        {"idx": "t2", "order": 2**64 + 1, "custom": 10**40 + 1, "note": 10**40 + 1},
+    ]
+    list(tabulator.add(rows))
+    table = _tables(list(tabulator.flush()))["topics"]
+    assert table.column("order").to_pylist() == [float(2**60), None]
+    decimals = table.column("order__v_decimal").to_pylist()
+    assert [None if v is None else int(v) for v in decimals] == [None, 2**64 + 1]
+    assert table.schema.field("custom").type == pa.decimal128(38, 0)
+    assert table.column("custom__v_text").to_pylist() == [None, str(10**40 + 1)]
+    assert table.column("note").to_pylist() == ["a", str(10**40 + 1)]

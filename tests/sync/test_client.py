@@ -718,3 +718,23 @@ def test_an_urgent_request_takes_the_next_free_slot_before_earlier_waiters() -> 
     normal.join(5)
     urgent.join(5)
     assert order == ["list", "fan-out"]
+
+
+def test_integers_beyond_64_bits_are_parsed_exactly() -> None:
+    """orjson reads 2**64 + 1 as a float; such bodies take the exact (stdlib) parser."""
+    from pipelines.feedback.client import parse_json
+
+    body = (
+        b'{"data": [{"n": 18446744073709551617, "m": -123456789012345678901234567890, "f": 0.5}]}'
+    )
+    row = parse_json(body)["data"][0]
+    assert (row["n"], row["m"], row["f"]) == (2**64 + 1, -123456789012345678901234567890, 0.5)
+    assert type(row["n"]) is int and type(row["m"]) is int
+    assert parse_json(b'{"id": "12345678901234567890123", "n": 7}') == {
+        "id": "12345678901234567890123",
+        "n": 7,
+    }
+    with pytest.raises(ValueError):
+        parse_json(b'{"n": 1e400, "id": "12345678901234567890"}')
+    with pytest.raises(ValueError):
+        parse_json(b'{"n": 1e400}')
