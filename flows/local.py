@@ -7,6 +7,7 @@ The end-to-end test and the README's screenshot (``python -m flows.screenshot``)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -105,9 +106,18 @@ class LocalPrefect:
         return "\n".join(p.read_text(errors="replace") for p in self.home.glob("*.log"))
 
     def close(self) -> None:
-        """SIGTERM to each process group (workers first), SIGKILL what is left after 20 s."""
+        """SIGTERM to each process group (workers first), SIGKILL what is left after 20 s.
+
+        A worker starts each flow run in a session of its own, so its children's groups
+        are signalled too (a run still going when a test fails must not outlive it).
+        """
         for process, _ in reversed(self.processes):
             if process.poll() is None:
+                for child in _children(process.pid):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        group = os.getpgid(child)
+                        if group != process.pid:  # its own session: a flow run
+                            os.killpg(group, signal.SIGKILL)
                 os.killpg(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + 20
         for process, log in reversed(self.processes):
@@ -117,6 +127,15 @@ class LocalPrefect:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
             log.close()
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux's /proc; none elsewhere)."""
+    found: list[int] = []
+    for tasks in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found += [int(p) for p in tasks.read_text().split()]
+    return found
 
 
 def wait_for_runs(api: Any, ids: list[str], timeout: float = 240) -> dict[str, dict[str, Any]]:
