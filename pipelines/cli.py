@@ -5,6 +5,7 @@ Subcommands:
     status    the saved state per resource and the row counts of the warehouse
     models    build the SQL models of sql/ (staging views, marts); --list describes them
     report    write a self-contained HTML dashboard drawn from the marts
+    push      push curated warehouse rows back through the API (a preview; --apply sends)
     sandbox   run the reference server on loopback (tests, demos, benchmarks)
     demo      reference server, full sync, a change at the server, normal sync, summary
 
@@ -209,6 +210,58 @@ def _run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _push_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "push",
+        help="push curated warehouse rows back through the API (preview; --apply sends)",
+        description="Compare each push target of sql/push/ (the desired state, from curated "
+        "inputs and the marts) with the service and the push journal, and print what would "
+        "change: creates, updates, deletes, unchanged, invalid rows, with samples and "
+        "payloads. Nothing is sent without --apply. Exit codes: 0 everything planned "
+        "landed, 1 rows invalid, rejected or held, a target refused, or the run failed, "
+        "2 bad input or configuration.",
+    )
+    p.add_argument("--apply", action="store_true", help="send the writes (default: preview only)")
+    p.add_argument(
+        "--targets",
+        metavar="a,b",
+        help="only these targets (default: every target whose curated inputs exist)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="send a target even when its desired set is empty or it would change more than "
+        "push.max_change_share of the rows it pushed before",
+    )
+    p.add_argument("--curated-dir", help="folder of curated files (default data/curated)")
+    p.add_argument("--samples", type=int, help="changed rows shown per target (default 5)")
+    _target_arguments(p)
+    p.set_defaults(run=_run_push)
+
+
+def _run_push(args: argparse.Namespace) -> int:
+    from pipelines.feedback.errors import ConfigError
+    from pipelines.push.run import run_push
+    from pipelines.push.settings import load_push_settings
+
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()] if args.targets else None
+    if args.targets is not None and not targets:
+        raise UsageError("--targets needs at least one target name")
+    try:
+        push_settings = load_push_settings(curated_dir=args.curated_dir, sample_size=args.samples)
+        result = run_push(
+            _target(args),
+            targets=targets,
+            apply=args.apply,
+            force=args.force,
+            push_settings=push_settings,
+        )
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    print(result.report(push_settings.sample_size))
+    return result.exit_code()
+
+
 def _sandbox_parser(sub: Any) -> None:
     from sandbox.seed import SCALES
     from sandbox.settings import (
@@ -371,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     _status_parser(sub)
     _models_parser(sub)
     _report_parser(sub)
+    _push_parser(sub)
     _sandbox_parser(sub)
     _demo_parser(sub)
     return parser

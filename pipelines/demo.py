@@ -2,8 +2,9 @@
 
 Starts the reference server at ``demo`` scale, runs a full sync into a fresh DuckDB file
 (``data/demo.duckdb``), changes 1% of the data at the server (seeded creates, updates and
-deletes), runs a normal sync, and prints what each run fetched and what changed in the
-warehouse.
+deletes), runs a normal sync, pushes the curated rows of ``examples/curated`` back (a
+preview, then ``--apply``, then once more to show it sends nothing), syncs again, and prints
+what each run fetched and what changed in the warehouse.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ import httpx
 
 from pipelines import report
 from pipelines.feedback.settings import FeedbackSettings
+from pipelines.push.run import run_push
+from pipelines.push.settings import PushSettings
 from pipelines.sync import SyncResult, run_sync
 from pipelines.warehouse import Target
 from sandbox.app import create_app
 from sandbox.server import serve_in_thread
 
 DEMO_DIR = Path("data")
+CURATED = Path(__file__).resolve().parent.parent / "examples" / "curated"
+NOTE_AUTHOR = "feedback-bot@example.net"
 
 
 def _target() -> Target:
@@ -83,11 +88,32 @@ def run(scale: str = "demo", seed: int = 1) -> int:
         second = run_sync(target, settings=settings)
         print(second.summary())
 
-    for result in (first, second):
+        print("\n== 4. push back the curated rows of examples/curated/ ==", flush=True)
+        push_settings = PushSettings(
+            curated_dir=CURATED, note_author_email=NOTE_AUTHOR, sample_size=2
+        )
+        preview = run_push(target, settings=settings, push_settings=push_settings)
+        print(preview.report(2))
+        applied = run_push(target, apply=True, settings=settings, push_settings=push_settings)
+        print(applied.table())
+        print(f"  applied: {applied.writes:,} write request(s) in {applied.seconds:.1f}s")
+        again = run_push(target, apply=True, settings=settings, push_settings=push_settings)
+        print(f"  applied again at once: {again.writes:,} write request(s) (nothing changed)")
+        if applied.exit_code() or again.exit_code():
+            print(applied.report(2), file=sys.stderr)
+            return 1
+
+        # a full sync: a normal one reads only new followers, not changes to older ones
+        print("\n== 5. full sync: the pushed values come back ==", flush=True)
+        third = run_sync(target, full=True, settings=settings)
+        print(third.summary().splitlines()[0])
+        print(_pushed(target))
+
+    for result in (first, second, third):
         if result.models_error is not None:
             print(f"demo: error: {result.models_error}", file=sys.stderr)
             return 1
-    print("\n== 4. the marts: ideas with the most revenue behind them (marts.idea_engagement) ==")
+    print("\n== 6. the marts: ideas with the most revenue behind them (marts.idea_engagement) ==")
     print(_top_ideas(target))
     dashboard = report.write(target, DEMO_DIR / "report.html")
     print(f"  the dashboard: {dashboard.summary()}")
@@ -109,6 +135,27 @@ def run(scale: str = "demo", seed: int = 1) -> int:
         "  ./run feedback-sync models --list   (what each mart holds)"
     )
     return 0
+
+
+def _pushed(target: Target) -> str:
+    """The followers of accounts.csv as the warehouse now holds them."""
+    path = target.duckdb_file()
+    assert path is not None
+    with duckdb.connect(str(path), read_only=True) as con:
+        rows = con.execute(
+            "select f.email, c.company_name, c.monthly_spend, c.company_attributes ->> 'plan' "
+            "from staging.followers f join staging.follower_companies c using (follower_idx) "
+            "where lower(f.email) in (select lower(email) from read_csv(?, all_varchar = true)) "
+            "and c.company_id in (select company_id from read_csv(?, all_varchar = true)) "
+            "order by f.email, c.company_name",
+            [str(CURATED / "accounts.csv")] * 2,
+        ).fetchall()
+    lines = [f"  {'follower':<30} {'company':<26} {'spend/month':>12} {'plan':<10}"]
+    for email, company, spend, plan in rows:
+        lines.append(
+            f"  {email[:30]:<30} {company[:26]:<26} {spend or 0:>12,.2f} {plan or '-':<10}"
+        )
+    return "\n".join(lines)
 
 
 def _top_ideas(target: Target) -> str:

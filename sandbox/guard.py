@@ -60,6 +60,25 @@ def _presented_key(scope: Scope) -> str | None:
     return None
 
 
+async def _buffered(receive: Receive) -> Receive | None:
+    """``receive`` with the request body read ahead; None if the client left first."""
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        messages.append(message)
+        if not message.get("more_body", False):
+            break
+
+    async def replay() -> Message:
+        if messages:
+            return messages.pop(0)
+        return await receive()
+
+    return replay
+
+
 class Guard:
     def __init__(self, app: ASGIApp, state: SandboxState) -> None:
         self.app = app
@@ -87,6 +106,13 @@ class Guard:
             return
 
         settings = state.settings
+        # the request is read whole before anything else, as a server behind a proxy gets
+        # it: a client that goes away while the request is served (latency, a stall) does
+        # not stop a write it already sent, it only loses the answer
+        replay = await _buffered(receive)
+        if replay is None:
+            return  # the client left before its request was complete: nothing happens
+        receive = replay
         if settings.latency_ms:
             await asyncio.sleep(settings.latency_ms / 1000)
         fault = state.injector.draw(settings.faults, method, path)

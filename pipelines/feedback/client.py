@@ -1,12 +1,17 @@
 """One HTTP client per run: auth, a shared rate limit, bounded concurrency, and retries.
 
-Every request of a run goes through ``FeedbackClient.get_json``. It is the one place that
+Every request of a run goes through ``FeedbackClient.get_json`` (reads) or
+``FeedbackClient.send_json`` (the reverse sync's writes). It is the one place that
 classifies failures:
 
 - 429, 5xx, timeouts, dropped connections and bodies that are not a JSON object are retried
   with exponential backoff and "equal" jitter (a wait between half and all of
   ``0.5 s * 2**(attempt-1)``, capped at 30 s), honouring ``Retry-After`` (a 429's pause holds
   back every thread, not only the one that met it), up to ``max_retries`` retries;
+- a write that is not idempotent (a create) is retried only when the service cannot have
+  acted on it: a 429 (refused before any work), or a connection that never opened. Any other
+  failure (timeout, dropped connection, 5xx, unreadable answer) raises ``OutcomeUnknown``:
+  the caller looks the object up before it creates again;
 - 404 raises ``NotFound`` (callers decide whether that is fatal);
 - any other answer outside 2xx raises ``ApiError`` at once.
 
@@ -38,6 +43,7 @@ from pipelines.feedback.errors import (
     SCRUBBER,
     ApiError,
     NotFound,
+    OutcomeUnknown,
     RetriesExhausted,
     redact_url,
 )
@@ -143,17 +149,30 @@ class RequestStats:
 
 
 class _Retryable(Exception):
-    """Internal: one attempt failed in a way worth another try."""
+    """Internal: one attempt failed in a way worth another try.
 
-    def __init__(self, status: int | None, detail: str, retry_after: float | None = None):
+    ``unsent``: the service cannot have acted on the request (a 429, or a connection that
+    never opened), so even a create may be sent again.
+    """
+
+    def __init__(
+        self,
+        status: int | None,
+        detail: str,
+        retry_after: float | None = None,
+        *,
+        unsent: bool = False,
+    ):
         super().__init__(detail)
         self.status = status
         self.detail = detail
         self.retry_after = retry_after
+        self.unsent = unsent or status == 429
 
 
 class FeedbackClient:
-    """A thread-safe client for the Feedback API v1 (``get_json`` is the only way out)."""
+    """A thread-safe client for the Feedback API v1 (``get_json`` and ``send_json`` are the
+    only ways out)."""
 
     def __init__(
         self,
@@ -227,16 +246,65 @@ class FeedbackClient:
             ApiError: another 4xx, or a redirect; never retried.
             RetriesExhausted: retryable failures past ``max_retries``.
         """
+        return self._call("GET", path, params, None, resource, check, urgent, idempotent=True)
+
+    def send_json(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        resource: str,
+        idempotent: bool,
+        params: Params | None = None,
+    ) -> dict[str, Any]:
+        """Sends a write (``POST`` or ``DELETE``) and returns the JSON object it answered.
+
+        ``idempotent``: sending it twice leaves the service as sending it once (an update
+        that sets fields, a delete); such a write is retried like a read. A create is not:
+        it is sent again only when the service cannot have acted on it (see the module).
+
+        Raises:
+            OutcomeUnknown: a create failed in a way that may have happened after the service
+                acted on it (timeout, dropped connection, 5xx, unreadable answer).
+            NotFound: the service answered 404.
+            ApiError: another 4xx (400, 403, ...), or a redirect; never retried.
+            RetriesExhausted: retryable failures past ``max_retries``.
+        """
+        return self._call(
+            method, path, params or {}, body, resource, None, True, idempotent=idempotent
+        )
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        params: Params,
+        body: Mapping[str, Any] | None,
+        resource: str,
+        check: Callable[[dict[str, Any]], str | None] | None,
+        urgent: bool,
+        *,
+        idempotent: bool,
+    ) -> dict[str, Any]:
         attempt = 0
         while True:
             try:
-                return self._attempt(path, params, resource, check, urgent)
+                return self._attempt(method, path, params, body, resource, check, urgent)
             except _Retryable as failure:
+                if not idempotent and not failure.unsent:
+                    raise OutcomeUnknown(
+                        resource,
+                        method,
+                        self.describe(path, params),
+                        failure.status,
+                        f"the service may or may not have acted on it: {failure.detail}",
+                    ) from None
                 attempt += 1
                 if attempt > self.settings.max_retries:
                     raise RetriesExhausted(
                         resource,
-                        "GET",
+                        method,
                         self.describe(path, params),
                         failure.status,
                         f"gave up after {attempt} attempts; last: {failure.detail}",
@@ -245,7 +313,7 @@ class FeedbackClient:
                 if delay is None:
                     raise RetriesExhausted(
                         resource,
-                        "GET",
+                        method,
                         self.describe(path, params),
                         failure.status,
                         f"the service asked to wait {failure.retry_after:.0f}s (Retry-After), "
@@ -253,17 +321,24 @@ class FeedbackClient:
                     ) from None
                 self.stats.count_retry()
                 log.warning(
-                    "%s: retry %d/%d in %.2fs after %s: GET %s",
+                    "%s: retry %d/%d in %.2fs after %s: %s %s",
                     resource,
                     attempt,
                     self.settings.max_retries,
                     delay,
                     failure.detail,
+                    method,
                     self.describe(path, params),
                 )
                 if failure.retry_after is not None:
                     self._limiter.pause(delay)
                 self._sleep(delay)
+
+    def wait_before_retry(self, attempt: int) -> None:
+        """Waits as the client's own retries do after ``attempt`` failures, and counts a
+        retry: for a caller that sends a create again after making sure it did not land."""
+        self.stats.count_retry()
+        self._sleep(self._backoff(attempt, None) or 0.0)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float | None:
         if retry_after is not None:
@@ -276,8 +351,10 @@ class FeedbackClient:
 
     def _attempt(
         self,
+        method: str,
         path: str,
         params: Params,
+        body: Mapping[str, Any] | None,
         resource: str,
         check: Callable[[dict[str, Any]], str | None] | None,
         urgent: bool,
@@ -287,12 +364,20 @@ class FeedbackClient:
             self._sleep(wait)
         query = {**params, **self._key_param}
         status: int | None = None
+        content = None if body is None else _dumps(body)
+        headers = {"Content-Type": "application/json"} if content is not None else None
         self._slots.acquire(urgent)
         try:
             try:
-                response = self._http.get(path.lstrip("/"), params=query)
+                response = self._http.request(
+                    method, path.lstrip("/"), params=query, content=content, headers=headers
+                )
                 status = response.status_code
-                body = response.content
+                raw = response.content
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                # the request never left: no connection was made
+                detail = f"could not connect ({type(exc).__name__})"
+                raise _Retryable(None, detail, unsent=True) from None
             except httpx.TimeoutException as exc:
                 raise _Retryable(None, f"timed out ({type(exc).__name__})") from None
             except httpx.TransportError as exc:
@@ -301,10 +386,11 @@ class FeedbackClient:
                 self.stats.count(resource, status)
         finally:
             self._slots.release()
-        return self._classify(response, body, path, params, resource, check)
+        return self._classify(method, response, raw, path, params, resource, check)
 
     def _classify(
         self,
+        method: str,
         response: httpx.Response,
         body: bytes,
         path: str,
@@ -331,8 +417,8 @@ class FeedbackClient:
         url = self.describe(path, params)
         message = _server_message(body, self._scrub)
         if status == 404:
-            raise NotFound(resource, "GET", url, status, message)
-        raise ApiError(resource, "GET", url, status, message)
+            raise NotFound(resource, method, url, status, message)
+        raise ApiError(resource, method, url, status, message)
 
     def _scrub(self, text: str) -> str:
         """Whatever the server echoed, the key does not travel on in a message."""
@@ -365,6 +451,14 @@ def _finite_float(text: str) -> float:
     if math.isinf(number):
         raise ValueError(f"number is infinity when parsed as double: {text[:40]}")
     return number
+
+
+def _dumps(body: Mapping[str, Any]) -> bytes:
+    """A request body as JSON; integers past 64 bits (which orjson refuses) exactly too."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, ensure_ascii=False).encode()
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -10,8 +10,10 @@
         │                   or kept failing past the retry bound; names the resource,
         │                   the request (key redacted) and what the server said
         ├── NotFound        404: callers skip an idea that vanished
-        └── RetriesExhausted  429, 5xx, timeouts, dropped connections or unreadable
-                            bodies, more times than ``max_retries`` allows
+        ├── RetriesExhausted  429, 5xx, timeouts, dropped connections or unreadable
+        │                   bodies, more times than ``max_retries`` allows
+        └── OutcomeUnknown  a create failed after it may have reached the service: the
+                            caller looks for the object before it creates again
 
 Messages never contain the API key: requests are described by ``redact_url``.
 """
@@ -68,6 +70,11 @@ class NotFound(ApiError):
 
 class RetriesExhausted(ApiError):
     """A retryable failure kept happening past the retry bound."""
+
+
+class OutcomeUnknown(ApiError):
+    """A write that is not idempotent failed in a way that may have come after the service
+    acted on it (timeout, dropped connection, 5xx, unreadable answer); it was not resent."""
 
 
 def redact_url(url: str) -> str:

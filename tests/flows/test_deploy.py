@@ -80,7 +80,8 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     stack.cli("gcl", "create", LIMIT, "--limit", "1")
     stack.cli("--no-prompt", "deploy", "--all")
     deployments = {d["name"]: d for d in api.post("deployments/filter", {})}
-    assert set(deployments) == {"incremental", "full"}
+    assert set(deployments) == {"incremental", "full", "after-incremental"}
+    assert deployments["after-incremental"]["parameters"] == {"apply": True}
     incremental, full = deployments["incremental"], deployments["full"]
     assert incremental["work_pool_name"] == "feedback-sync"
     assert incremental["parameters"]["mode"] == "incremental"
@@ -93,7 +94,12 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
         assert limit is not None and limit["limit"] == 1
         assert deployment["concurrency_options"]["collision_strategy"] == "ENQUEUE"
 
+    # what the push after each incremental run sends: one new follower
+    curated = tmp / "curated"
+    curated.mkdir()
+    (curated / "accounts.csv").write_text("email,name\npushed@example.net,Pushed Person\n")
     worker_env = {
+        "PUSH__CURATED_DIR": str(curated),
         "SOURCES__FEEDBACK__BASE_URL": sandbox.base_url,
         "SOURCES__FEEDBACK__API_KEY": SECRET_KEY,
         "DESTINATION__DUCKDB__CREDENTIALS": str(tmp / "e2e.duckdb"),
@@ -107,6 +113,21 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     first = _create_run(api, "feedback-sync/incremental")
     runs = wait_for_runs(api, [first])
     assert runs[first]["state"]["type"] == "COMPLETED", runs[first]["state"]
+
+    # its completion triggers feedback-push/after-incremental, which sends the curated row
+    push_id = deployments["after-incremental"]["id"]
+    pushes = api.wait_for(
+        lambda: api.post("flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [push_id]}}}),
+        1,
+        timeout=90,
+    )
+    assert pushes, "the completed incremental run did not trigger the push deployment"
+    pushed = wait_for_runs(api, [pushes[0]["id"]])[pushes[0]["id"]]
+    assert pushed["state"]["type"] == "COMPLETED", pushed["state"]
+    dump = httpx.get(f"{sandbox.root_url}/_sandbox/dump", timeout=60).json()
+    assert [f["name"] for f in dump["followers"] if f["email"] == "pushed@example.net"] == [
+        "Pushed Person"
+    ]
 
     # two overlapping runs, of both deployments: they take turns, and both succeed
     response = httpx.post(
@@ -131,7 +152,10 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     (a_start, a_end), (b_start, b_end) = (_slot_held(api, r) for r in pair)
     assert a_end <= b_start or b_end <= a_start, "the two runs wrote the warehouse at once"
 
-    # the warehouse equals the server's data (the full run reconciled its deletes)
+    # the warehouse equals the server's data (the full run reconciled its deletes); the
+    # pushes the incremental runs triggered are done first (they write the server)
+    later = api.post("flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [push_id]}}})
+    wait_for_runs(api, [r["id"] for r in later])
     dump = httpx.get(f"{sandbox.root_url}/_sandbox/dump", timeout=60).json()
     truth = expected_rows(dump)
     with duckdb.connect(str(tmp / "e2e.duckdb"), read_only=True) as con:
@@ -143,6 +167,8 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     warehouse = Target(duckdb_path=tmp / "e2e.duckdb")
     assert len(api.artifacts(artifact_key(warehouse, "rows"))) == 3
     assert len(api.artifacts(artifact_key(warehouse, "report"))) == 3
+    assert api.artifacts(artifact_key(warehouse, "push-preview"))
+    assert api.artifacts(artifact_key(warehouse, "push-results"))
     materialized = api.wait_for(lambda: list(api.materializations(first)), len(COLUMNS))
     assert any(key.endswith("/feedback/followers") for key in materialized)
 

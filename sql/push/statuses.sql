@@ -1,0 +1,11 @@
+-- statuses: The curated status taxonomy: statuses created and renamed by key.
+-- kind: statuses
+-- key: status_key
+-- mode: upsert
+-- delete: no
+-- grain: one row per status
+-- columns:
+--   status_key: the taxonomy's own name for the status (the key)
+--   name: the status's name at the service
+--   idx: optional; the existing status this key takes over (else the one with this name)
+select status_key, name, idx from {{ curated('statuses') }}

@@ -1,0 +1,11 @@
+-- topics: The curated topic taxonomy: topics created and renamed by key.
+-- kind: topics
+-- key: topic_key
+-- mode: upsert
+-- delete: no
+-- grain: one row per topic
+-- columns:
+--   topic_key: the taxonomy's own name for the topic (the key)
+--   name: the topic's name at the service
+--   idx: optional; the existing topic this key takes over (else the one with this name)
+select topic_key, name, idx from {{ curated('topics') }}

@@ -1,0 +1,106 @@
+"""Helpers for the push tests: curated files from the sandbox's own data, runs, and the
+write requests the server saw."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pipelines.push.run import PushResult, run_push
+from pipelines.push.settings import PushSettings
+from tests.sync.harness import Harness
+
+BOT = "feedback-bot@example.net"
+NEW = "dana.whitfield@example.net"
+ACCOUNT_COLUMNS = ["email", "name", "company_id", "company_name", "monthly_spend", "plan"]
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+    if columns is None:
+        columns = list(dict.fromkeys(c for row in rows for c in row))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({c: "" if row.get(c) is None else row[c] for c in columns})
+
+
+def followers_with_companies(dump: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    companies = {c["id"]: c for c in dump["companies"]}
+    out = []
+    for follower in dump["followers"]:
+        ids = follower.get("company_ids") or [c["id"] for c in follower.get("companies") or []]
+        if ids:
+            out.append({**follower, "_companies": [companies[i] for i in ids]})
+        if len(out) == n:
+            break
+    return out
+
+
+def accounts(dump: dict[str, Any], n: int = 3, bump: float = 100.0) -> list[dict[str, Any]]:
+    """Rows for ``curated.accounts``: ``n`` existing followers, each first company's spend
+    raised by ``bump`` and its plan set to "scale"; a new follower; the notes' author."""
+    rows: list[dict[str, Any]] = []
+    for follower in followers_with_companies(dump, n):
+        company = follower["_companies"][0]
+        spend = (company.get("monthly_spend") or 0) + bump
+        rows.append(
+            {
+                "email": follower["email"].upper() if not rows else follower["email"],
+                "name": follower["name"],
+                "company_id": company["id"],
+                "company_name": company["name"],
+                "monthly_spend": f"{spend:.2f}",
+                "plan": "scale",
+            }
+        )
+    rows.append(
+        {
+            "email": NEW,
+            "name": "Dana Whitfield",
+            "company_id": "acct-900001",
+            "company_name": "Whitfield & Co",
+            "monthly_spend": "3200.50",
+            "plan": "business",
+        }
+    )
+    rows.append({"email": BOT, "name": "Revenue bot"})
+    return rows
+
+
+def push(
+    harness: Harness,
+    curated: Path,
+    *,
+    apply: bool = False,
+    targets: list[str] | None = None,
+    force: bool = False,
+    share: float = 0.5,
+    **overrides: Any,
+) -> PushResult:
+    settings = PushSettings(
+        curated_dir=curated, note_author_email=BOT, max_change_share=share, sample_size=3
+    )
+    harness.mark_requests()
+    return run_push(
+        harness.target(),
+        targets=targets,
+        apply=apply,
+        force=force,
+        settings=harness.settings(**overrides),
+        push_settings=settings,
+        out=io.StringIO(),
+    )
+
+
+def writes(harness: Harness) -> list[dict[str, Any]]:
+    """The write requests (POST, DELETE) the server saw since the last ``push``."""
+    return [r for r in harness.requests() if r["method"] in ("POST", "DELETE")]
+
+
+def write_counts(harness: Harness) -> Counter[tuple[str, str]]:
+    return Counter((r["method"], r["path"].split("/")[2]) for r in writes(harness))
