@@ -43,7 +43,7 @@ create table if not exists {SCHEMA}._push_rows (
 );
 create table if not exists {SCHEMA}._push_snapshot (
     target varchar, key varchar, idx varchar, payload_hash varchar, fields json,
-    confirmed_at double, deleted boolean
+    confirmed_at double, deleted boolean, desired_hash varchar
 );
 """
 
@@ -51,6 +51,17 @@ create table if not exists {SCHEMA}._push_snapshot (
 def payload_hash(payload: Any) -> str:
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def fields_hash(fields: dict[tuple[str, ...], Any]) -> str:
+    """A record's desired fields, hashed: equal when every mapped value is."""
+    return payload_hash(sorted((list(k), v) for k, v in fields.items()))
+
+
+def _fields_json(fields: dict[tuple[str, ...], Any] | None) -> str | None:
+    if fields is None:
+        return None
+    return json.dumps({".".join(k): v for k, v in fields.items()}, ensure_ascii=False, default=str)
 
 
 @dataclass
@@ -61,6 +72,8 @@ class Known:
     confirmed_at: float
     payload_hash: str | None
     deleted: bool
+    # the desired fields the server last confirmed (``fields_hash``)
+    desired_hash: str | None = None
 
 
 @dataclass
@@ -146,55 +159,113 @@ class Journal:
     ) -> None:
         """One journal row, committed before this returns."""
         with self._lock:
-            self.con.execute(
-                f"insert into {SCHEMA}._push_rows values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
-                [
-                    self.run_id,
-                    seq,
-                    target,
-                    key,
-                    action,
-                    state,
-                    idx,
-                    payload_hash(payload) if payload is not None else None,
-                    json.dumps(payload, ensure_ascii=False, default=str)
-                    if payload is not None
-                    else None,
-                    status,
-                    message,
-                ],
-            )
+            self._insert_row(seq, target, key, action, state, idx, payload, status, message)
+
+    def _insert_row(
+        self,
+        seq: int,
+        target: str,
+        key: str,
+        action: str,
+        state: str,
+        idx: str | None,
+        payload: Any,
+        status: int | None,
+        message: str | None,
+    ) -> None:
+        self.con.execute(
+            f"insert into {SCHEMA}._push_rows values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+            [
+                self.run_id,
+                seq,
+                target,
+                key,
+                action,
+                state,
+                idx,
+                payload_hash(payload) if payload is not None else None,
+                json.dumps(payload, ensure_ascii=False, default=str)
+                if payload is not None
+                else None,
+                status,
+                message,
+            ],
+        )
 
     def confirm(
-        self, target: str, key: str, idx: str | None, payload: Any, *, deleted: bool = False
+        self,
+        seq: int,
+        target: str,
+        key: str,
+        action: str,
+        idx: str | None,
+        payload: Any,
+        desired: dict[tuple[str, ...], Any] | None,
+        *,
+        state: str = "confirmed",
+        message: str | None = None,
     ) -> None:
-        """The snapshot moves: the server confirmed ``payload`` for ``key``."""
+        """The server confirmed a write: its outcome row and the snapshot move together, in
+        one transaction (a crash leaves both or neither)."""
         with self._lock:
-            self.con.execute(
-                f"delete from {SCHEMA}._push_snapshot where target = ? and key = ?", [target, key]
-            )
-            self.con.execute(
-                f"insert into {SCHEMA}._push_snapshot values (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    target,
-                    key,
-                    idx,
-                    payload_hash(payload) if payload is not None else None,
-                    json.dumps(payload, ensure_ascii=False, default=str)
-                    if payload is not None
-                    else None,
-                    time.time(),
-                    deleted,
-                ],
-            )
+            self.con.execute("begin transaction")
+            try:
+                self._insert_row(seq, target, key, action, state, idx, payload, 200, message)
+                self._snapshot(target, key, idx, payload, desired, time.time(), action == "delete")
+                self.con.execute("commit")
+            except BaseException:
+                self.con.execute("rollback")
+                raise
+
+    def adopt(
+        self,
+        target: str,
+        key: str,
+        idx: str,
+        desired: dict[tuple[str, ...], Any] | None,
+        *,
+        recent: bool = False,
+    ) -> None:
+        """A key matched an object the push did not (knowingly) write: already right, taken
+        over by name or idx, or found after a crash (``recent``: the warehouse copy is older
+        than it, so the next plan reads it from the service). Remembered by idx."""
+        with self._lock:
+            self._snapshot(target, key, idx, None, desired, time.time() if recent else 0.0, False)
+
+    def _snapshot(
+        self,
+        target: str,
+        key: str,
+        idx: str | None,
+        payload: Any,
+        desired: dict[tuple[str, ...], Any] | None,
+        at: float,
+        deleted: bool,
+    ) -> None:
+        self.con.execute(
+            f"delete from {SCHEMA}._push_snapshot where target = ? and key = ?", [target, key]
+        )
+        self.con.execute(
+            f"insert into {SCHEMA}._push_snapshot values (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                target,
+                key,
+                idx,
+                payload_hash(payload) if payload is not None else None,
+                _fields_json(desired),
+                at,
+                deleted,
+                fields_hash(desired) if desired is not None else None,
+            ],
+        )
 
     def known(self, target: str) -> dict[str, Known]:
         rows = self.con.execute(
-            "select key, idx, confirmed_at, payload_hash, deleted "
+            "select key, idx, confirmed_at, payload_hash, deleted, desired_hash "
             f"from {SCHEMA}._push_snapshot where target = ?",
             [target],
         ).fetchall()
-        return {k: Known(idx, float(at), h, bool(d)) for k, idx, at, h, d in rows}
+        return {k: Known(idx, float(at), h, bool(d), dh) for k, idx, at, h, d, dh in rows}
 
     def pending(self, target: str) -> list[Pending]:
         """Intents of earlier runs that never got an outcome."""

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.push.journal import Journal, Known
+from pipelines.push.journal import Journal, Known, fields_hash
 from pipelines.push.kinds import Context, Field, Held, Kind, Record, Request
 from pipelines.push.targets import TargetSpec
 from pipelines.push.values import same
@@ -57,6 +57,7 @@ class TargetPlan:
     managed: int = 0
     refused: str | None = None
     recovered: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def counts(self) -> Counter[str]:
         return Counter(s.action for s in self.steps)
@@ -93,6 +94,7 @@ def plan_target(
     *,
     max_change_share: float,
     force: bool,
+    min_rows: int = 10,
 ) -> TargetPlan:
     plan = TargetPlan(spec, kind)
     known: dict[str, Known] = journal.known(spec.name)
@@ -120,11 +122,20 @@ def plan_target(
     for key, record in valid.items():
         held = copy.get(key)
         journaled = known.get(key)
-        stale = held is None or (
+        copied_at = held.loaded_at or 0.0 if held is not None else 0.0
+        if (
             journaled is not None
-            and held.loaded_at is not None
-            and journaled.confirmed_at > held.loaded_at
-        )
+            and journaled.idx
+            and not journaled.deleted
+            and journaled.confirmed_at > copied_at
+            and journaled.desired_hash == fields_hash(record.fields)
+        ):
+            # the server confirmed exactly these fields after the copy was loaded
+            plan.steps.append(
+                Step(spec.name, key, record.label, "unchanged", idx=journaled.idx, record=record)
+            )
+            continue
+        stale = held is None or (journaled is not None and journaled.confirmed_at > copied_at)
         if not stale and held is not None and not diff(record, held, spec.nulls):
             plan.steps.append(
                 Step(spec.name, key, record.label, "unchanged", idx=held.idx, record=record)
@@ -132,9 +143,33 @@ def plan_target(
         else:
             to_read.append(key)
     live = kind.live(ctx, [(k, valid[k]) for k in to_read], known_idx) if to_read else {}
+    owners = {idx: k for k, idx in known_idx.items()}
     for key in to_read:
         record = valid[key]
         held = live.get(key)
+        named = record.extra.get("idx")
+        if named is not None and (held is None or owners.get(named, key) != key):
+            reason = (
+                f"idx {named} does not exist at the service"
+                if held is None
+                else f"idx {named} belongs to the key {owners[named]!r} already"
+            )
+            plan.steps.append(
+                Step(spec.name, key, record.label, "invalid", record=record, reason=reason)
+            )
+            continue
+        if held is None and spec.mode != "update" and kind.create_problems(record):
+            plan.steps.append(
+                Step(
+                    spec.name,
+                    key,
+                    record.label,
+                    "invalid",
+                    record=record,
+                    reason="; ".join(kind.create_problems(record)),
+                )
+            )
+            continue
         if held is None:
             if spec.mode == "update":
                 plan.steps.append(
@@ -191,7 +226,12 @@ def plan_target(
                     record=record,
                 )
             )
-    if spec.delete is not None:
+    invalid = [s for s in plan.steps if s.action == "invalid"]
+    if spec.delete is not None and invalid:
+        plan.notes.append(
+            f"no deletes this run: {len(invalid)} invalid row(s) might be rows it should keep"
+        )
+    elif spec.delete is not None:
         wanted = {r.key for r in records}
         for key, idx in sorted(known_idx.items()):
             if key not in wanted:
@@ -207,11 +247,17 @@ def plan_target(
                 )
     counts = plan.counts()
     changing = counts["update"] + counts["delete"]
+    # what it manages: the objects its desired rows match at the service, and the keys it
+    # pushed before
+    base = len(
+        {s.key for s in plan.steps if s.action in ("update", "unchanged", "delete")}
+        | set(known_idx)
+    )
     if not records and not force:
         plan.refused = "its desired set is empty (a broken model or a missing file?)"
-    elif plan.managed and changing / plan.managed > max_change_share and not force:
+    elif base >= min_rows and changing / base > max_change_share and not force:
         plan.refused = (
-            f"it would update or delete {changing} of the {plan.managed} rows it pushed before "
-            f"({changing / plan.managed:.0%}, more than the limit of {max_change_share:.0%})"
+            f"it would update or delete {changing} of the {base} rows it manages "
+            f"({changing / base:.0%}, more than the limit of {max_change_share:.0%})"
         )
     return plan

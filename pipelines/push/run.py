@@ -33,7 +33,7 @@ import duckdb
 import httpx
 
 from pipelines.feedback.client import FeedbackClient
-from pipelines.feedback.errors import ApiError, ConfigError, NotFound, OutcomeUnknown
+from pipelines.feedback.errors import SCRUBBER, ApiError, ConfigError, NotFound, OutcomeUnknown
 from pipelines.feedback.settings import FeedbackSettings, load_settings
 from pipelines.models import load_project, models_file
 from pipelines.push import curated as curated_inputs
@@ -128,6 +128,8 @@ class PushResult:
                 lines.append(
                     f"  {plan.spec.name}: REFUSED: {plan.refused}; pass --force to send it anyway"
                 )
+            for note in plan.notes:
+                lines.append(f"  {plan.spec.name}: {note}")
             if plan.recovered:
                 lines.append(
                     f"  {plan.spec.name}: {plan.recovered} write(s) of an interrupted run "
@@ -290,7 +292,9 @@ def run_push(
                 out=out,
             )
         except BaseException as exc:
-            result.error = str(exc) if isinstance(exc, Exception) else type(exc).__name__
+            result.error = (
+                SCRUBBER.scrub(str(exc)) if isinstance(exc, Exception) else type(exc).__name__
+            )
             journal.finish("failed", result.totals(), result.error)
             raise
         status = "preview" if not apply else ("ok" if result.exit_code() == 0 else "rows_failed")
@@ -326,12 +330,6 @@ def _run(
     variables: dict[str, Any] = {"note_author_email": push_settings.note_author_email}
     base = Context(con, target.dataset, client, "")
     base.known_ideas = _set(base, "select idea_idx from staging.ideas")
-    base.known_authors = _set(
-        base, "select distinct author_idx from staging.announcements where author_idx is not null"
-    )
-    base.known_categories = _set(
-        base, "select distinct category_idx from staging.announcement_categories"
-    )
     resolver = Followers_(base, apply)
     folder = push_settings.curated_dir if target.is_duckdb_backed else None
     for spec in chosen:
@@ -366,8 +364,6 @@ def _run(
             spec.name,
             resolver,
             base.known_ideas,
-            base.known_authors,
-            base.known_categories,
         )
         print(f"push: planning {spec.name} ...", file=out, flush=True)
         ctx.taken_idxs = {k.idx for k in journal.known(spec.name).values() if k.idx}
@@ -388,6 +384,7 @@ def _run(
             ctx,
             journal,
             max_change_share=push_settings.max_change_share,
+            min_rows=push_settings.max_change_min_rows,
             force=force,
         )
         plan.recovered = recovered
@@ -407,6 +404,8 @@ def _run(
                     f"its author {parent} is not a follower (add them to curated.accounts)",
                 )
         result.plans.append(plan)
+        if apply:
+            _adopt(plan, journal)
         if apply and not plan.refused and plan.writes():
             print(
                 f"push: sending {spec.name}: {len(plan.writes()):,} write(s) ...",
@@ -425,6 +424,21 @@ def _run(
                         step.action,
                         message=step.reason,
                     )
+
+
+def _adopt(plan: TargetPlan, journal: Journal) -> None:
+    """Unchanged records the snapshot does not know as they are (matched by email, name,
+    marker or idx; or right already): remembered with their idx and fields."""
+    from pipelines.push.journal import fields_hash
+
+    known = journal.known(plan.spec.name)
+    for step in plan.steps:
+        if step.action != "unchanged" or step.idx is None or step.record is None:
+            continue
+        mine = known.get(step.key)
+        desired = fields_hash(step.record.fields)
+        if mine is None or mine.idx != step.idx or mine.desired_hash != desired or mine.deleted:
+            journal.adopt(plan.spec.name, step.key, step.idx, step.record.fields)
 
 
 def _set(ctx: Context, sql: str) -> set[str]:
@@ -446,7 +460,7 @@ def _recover(journal: Journal, spec: TargetSpec, kind: Any, ctx: Context) -> int
         idx = kind.lookup(ctx, item.key, item.payload)
         if idx is not None:
             journal.resolve(item, "recovered", idx, "the interrupted create had landed")
-            journal.confirm(spec.name, item.key, idx, item.payload)
+            journal.adopt(spec.name, item.key, idx, None, recent=True)
         else:
             journal.resolve(item, "absent", None, "the interrupted create had not landed")
     return len(pending)
@@ -469,11 +483,18 @@ def _apply(
     def one(step: Step) -> None:
         _execute(step, plan, ctx, journal, resolver, result, state, lock)
 
-    one(steps[0])  # alone: a 403 for custom attributes is learned from it, once
+    # the first write goes alone, one that carries custom fields if there is one: a 403
+    # for custom attributes is learned from it, once
+    first = next((s for s in steps if set(_body(s)) & {"attributes", "companies"}), steps[0])
+    one(first)
     with ThreadPoolExecutor(
         max_workers=client.settings.max_concurrency, thread_name_prefix="feedback-push"
     ) as pool:
-        list(pool.map(one, steps[1:]))
+        list(pool.map(one, [s for s in steps if s is not first]))
+
+
+def _body(step: Step) -> dict[str, Any]:
+    return step.request.body or {} if step.request is not None else {}
 
 
 def _execute(
@@ -556,6 +577,14 @@ def _execute(
                     "landed (found after an unknown outcome)",
                 )
                 return
+            if exc.status is None:
+                # no answer at all (a timeout, a dropped connection): the service may still
+                # be making it. Not sent again now; the next run looks for it first
+                step.outcome, step.status = "unknown", None
+                step.message = f"{exc.detail}; not found yet, the next run looks for it again"
+                journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
+                _failed(step, resolver)
+                return
             journal.row(
                 seq, name, step.key, step.action, "absent", status=exc.status, message=exc.detail
             )
@@ -602,7 +631,7 @@ def _execute(
             if stripped
             else None
         )
-        _confirmed(step, name, seq, idx, request, journal, resolver, note)
+        _confirmed(step, name, seq, idx, request, journal, resolver, note, whole=not stripped)
         if stripped:
             step.outcome, step.status, step.message = (
                 "rejected",
@@ -622,20 +651,14 @@ def _confirmed(
     journal: Journal,
     resolver: Followers_,
     note: str | None,
+    *,
+    whole: bool = True,
 ) -> None:
+    """The server confirmed the write: its outcome and the snapshot move together.
+    ``whole``: all the record's fields landed (not so when custom fields were dropped)."""
     step.outcome, step.idx, step.message = "confirmed", idx or step.idx, note
-    journal.row(
-        seq,
-        name,
-        step.key,
-        step.action,
-        "confirmed",
-        idx=step.idx,
-        payload=request.body,
-        status=200,
-        message=note,
-    )
-    journal.confirm(name, step.key, step.idx, request.body, deleted=step.action == "delete")
+    desired = step.record.fields if step.record is not None and whole else None
+    journal.confirm(seq, name, step.key, step.action, step.idx, request.body, desired, message=note)
     if step.record is not None and "email" in step.record.extra and step.idx:
         resolver.landed(step.key, step.idx)
 

@@ -3,7 +3,10 @@
 - ``curated_dir``: folder of curated files (``<table>.csv`` / ``.parquet``), read as
   ``curated.<table>`` (default ``data/curated``; DuckDB and Parquet targets).
 - ``max_change_share``: a target whose apply would update or delete more than this share
-  of the rows it already manages is refused unless ``--force`` (default 0.5).
+  of the rows it manages (the objects its rows match, and what it pushed before) is refused
+  unless ``--force`` (default 0.5);
+- ``max_change_min_rows``: the share limit applies to targets managing at least this many
+  rows (default 10: a handful of rows is read in the preview at a glance).
 - ``note_author_email``: the follower who authors the idea notes (created by the followers
   target when ``curated.accounts`` lists it). Without it the ``idea_notes`` target is
   skipped, with that reason.
@@ -29,6 +32,7 @@ class PushConfiguration(BaseConfiguration):
     # raw values: PushSettings.validate checks them with messages that name the setting
     curated_dir: Any = "data/curated"
     max_change_share: Any = 0.5
+    max_change_min_rows: Any = 10
     note_author_email: Optional[str] = None  # noqa: UP045
     sample_size: Any = 5
 
@@ -41,6 +45,7 @@ def describe(setting: str) -> str:
 class PushSettings:
     curated_dir: Path = Path("data/curated")
     max_change_share: float = 0.5
+    max_change_min_rows: int = 10
     note_author_email: str | None = None
     sample_size: int = 5
 
@@ -69,9 +74,17 @@ class PushSettings:
             raise ConfigError(
                 f"{describe('sample_size')} must be an integer from 0 to 1000, got {sample!r}"
             )
+        rows = raw.get("max_change_min_rows", 10)
+        if isinstance(rows, str) and rows.strip().isdigit():
+            rows = int(rows)
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+            raise ConfigError(
+                f"{describe('max_change_min_rows')} must be an integer >= 0, got {rows!r}"
+            )
         return cls(
             curated_dir=Path(str(folder).strip()),
             max_change_share=share,
+            max_change_min_rows=rows,
             note_author_email=author.strip() if isinstance(author, str) else None,
             sample_size=sample,
         )

@@ -27,7 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 _JSON_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
+_EMAIL = re.compile(r"[^@\s]+@(?:[^@\s.]+\.)+[^@\s.]+")
 
 
 class BadValue(ValueError):
@@ -100,6 +100,15 @@ def moment(value: Any) -> datetime:
             raise BadValue(f"must be an ISO 8601 date or date-time, got {value!r}") from None
         return moment(parsed)
     raise BadValue(f"must be a date or date-time, got {_show(value)}")
+
+
+def whole_seconds(instant: datetime) -> datetime:
+    """The service keeps moments to the second: a fraction would be dropped, so it is refused."""
+    if instant.microsecond:
+        raise BadValue(
+            f"{instant.isoformat()} has a fraction of a second; the service keeps whole seconds"
+        )
+    return instant
 
 
 def iso(instant: datetime) -> str:

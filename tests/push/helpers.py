@@ -80,10 +80,15 @@ def push(
     targets: list[str] | None = None,
     force: bool = False,
     share: float = 0.5,
+    min_rows: int = 10,
     **overrides: Any,
 ) -> PushResult:
     settings = PushSettings(
-        curated_dir=curated, note_author_email=BOT, max_change_share=share, sample_size=3
+        curated_dir=curated,
+        note_author_email=BOT,
+        max_change_share=share,
+        max_change_min_rows=min_rows,
+        sample_size=3,
     )
     harness.mark_requests()
     return run_push(

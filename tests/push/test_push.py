@@ -190,6 +190,7 @@ def test_invalid_rows_are_reported_and_the_valid_ones_go(harness: Harness, synce
         {"email": "dup@example.com", "name": "Dup", "company_id": "acct-2", "company_name": "D"},
         {"email": "DUP@example.com", "name": "Dup", "company_id": "acct-2", "company_name": "D"},
         {"email": "eve@example.com", "name": "Eve", "company_id": "acct-3"},
+        {"email": "noname@example.com"},
     ]
     write_csv(synced / "accounts.csv", rows)
     write_csv(
@@ -214,7 +215,7 @@ def test_invalid_rows_are_reported_and_the_valid_ones_go(harness: Harness, synce
     result = push(harness, synced, apply=True, targets=["followers", "announcements"])
     report = result.report()
     assert result.exit_code() == 1
-    assert result.totals()["invalid"] == 6, report
+    assert result.totals()["invalid"] == 7, report
     for reason in (
         "not a valid email",
         "must be a number",
@@ -222,6 +223,7 @@ def test_invalid_rows_are_reported_and_the_valid_ones_go(harness: Harness, synce
         "company_name is required",
         "unknown idea",
         "ISO 8601",
+        "name is required to create",
     ):
         assert reason in report, reason
     assert Counter((r["method"], r["status"]) for r in writes(harness)) == Counter(
@@ -239,10 +241,14 @@ def test_safety_limits_refuse_unless_forced(harness: Harness, synced: Path) -> N
         if row.get("monthly_spend"):
             row["monthly_spend"] = "1.00"  # every row the target pushed changes
     write_csv(synced / "accounts.csv", rows)
-    refused = push(harness, synced, apply=True, targets=["followers"], share=0.25)
+    refused = push(harness, synced, apply=True, targets=["followers"], share=0.25, min_rows=0)
     assert refused.plans[0].refused and "more than the limit of 25%" in refused.report()
     assert writes(harness) == [] and refused.exit_code() == 1
-    forced = push(harness, synced, apply=True, targets=["followers"], share=0.25, force=True)
+    small = push(harness, synced, targets=["followers"], share=0.25, min_rows=10)
+    assert not small.plans[0].refused, "5 rows are below the limit's minimum"
+    forced = push(
+        harness, synced, apply=True, targets=["followers"], share=0.25, min_rows=0, force=True
+    )
     assert forced.exit_code() == 0 and len(writes(harness)) == 4
 
     write_csv(synced / "accounts.csv", [], ["email"])
@@ -282,12 +288,20 @@ def test_topics_renamed_by_key_and_adopted_by_name(harness: Harness, synced: Pat
     )
     write_csv(
         synced / "topics.csv",
-        [{"topic_key": "second", "name": "Renamed again"}],
-        ["topic_key", "name"],
+        [
+            {"topic_key": "first", "name": "First renamed"},
+            {"topic_key": "second", "name": "Renamed again"},
+            {"topic_key": "ghost", "name": "Ghost", "idx": "top_nope"},
+        ],
+        ["topic_key", "name", "idx"],
     )
-    push(harness, synced, apply=True, targets=["topics"], force=True)
+    again = push(harness, synced, apply=True, targets=["topics"], force=True)
     renamed = {t["idx"]: t["name"] for t in harness.dump()["topics"]}
-    assert renamed[topics[1]["idx"]] == "Renamed again", "the journal remembers the key's idx"
+    # the journal remembers each key's idx: the adopted one and the one named by idx
+    assert renamed[topics[0]["idx"]] == "First renamed"
+    assert renamed[topics[1]["idx"]] == "Renamed again"
+    assert "Ghost" not in renamed.values()
+    assert "idx top_nope does not exist at the service" in again.report()
 
 
 def test_journal_lives_in_the_warehouse(harness: Harness, synced: Path) -> None:
@@ -312,3 +326,58 @@ def test_journal_lives_in_the_warehouse(harness: Harness, synced: Path) -> None:
         assert [k for k, _ in created] == sorted([BOT, NEW]) and all(
             i.startswith("flw_") for _, i in created
         )
+
+
+def _targets_with(tmp: Path, target: str, header: str, value: str) -> Path:
+    """A copy of sql/push where one target's header line says ``value``."""
+    import shutil
+
+    from pipelines.push.targets import PUSH_DIR
+
+    folder = tmp / "push-sql"
+    shutil.copytree(PUSH_DIR, folder)
+    path = folder / f"{target}.sql"
+    lines = [
+        f"-- {header}: {value}" if line.startswith(f"-- {header}:") else line
+        for line in path.read_text().splitlines()
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_deletes_only_when_opted_in_and_only_what_it_pushed(
+    harness: Harness, synced: Path, tmp_path: Path
+) -> None:
+    import io
+
+    from pipelines.push.run import run_push
+    from pipelines.push.settings import PushSettings
+
+    def run(push_dir: Path | None = None) -> Any:
+        harness.mark_requests()
+        return run_push(
+            harness.target(),
+            targets=["followers"],
+            apply=True,
+            force=True,
+            settings=harness.settings(),
+            push_settings=PushSettings(curated_dir=synced, note_author_email=BOT),
+            out=io.StringIO(),
+            **({"push_dir": push_dir} if push_dir else {}),
+        )
+
+    rows = accounts(harness.dump())
+    write_csv(synced / "accounts.csv", rows)
+    run()
+    gone = [r for r in rows if r["email"] != NEW]
+    write_csv(synced / "accounts.csv", gone)
+    run()  # the default target does not delete
+    assert not [w for w in writes(harness) if w["method"] == "DELETE"]
+    reassigning = _targets_with(tmp_path, "followers", "delete", "reassign")
+    result = run(reassigning)
+    deletes = [w for w in writes(harness) if w["method"] == "DELETE"]
+    assert len(deletes) == 1 and deletes[0]["params"]["content"] == ["reassign"], result.report()
+    assert NEW not in {f["email"] for f in harness.dump()["followers"]}
+    assert len(harness.dump()["followers"]) >= 40, "followers it never pushed stay"
+    run(reassigning)
+    assert writes(harness) == [], "a deleted key is not deleted again"
