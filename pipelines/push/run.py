@@ -46,6 +46,7 @@ from pipelines.push.values import shown
 from pipelines.warehouse import Target, duckdb_memory_limit
 
 log = logging.getLogger("feedback_sync")
+NOTHING_LEFT = "custom attributes are disabled at the service; nothing else to send"
 ACTIONS = ("create", "update", "delete", "unchanged", "invalid", "rejected", "held")
 
 
@@ -398,10 +399,15 @@ def _run(
                 if step.record is not None and step.action in ("create",)
                 else None
             )
-            if parent is not None and resolver(parent) is None:
-                step.action, step.reason = (
-                    "held",
-                    f"its author {parent} is not a follower (add them to curated.accounts)",
+            if parent is not None and parent in resolver.failed:
+                step.action = "held"
+                step.reason = (
+                    f"held back: its author {parent} did not land ({resolver.failed[parent]})"
+                )
+            elif parent is not None and resolver(parent) is None:
+                step.action = "held"
+                step.reason = (
+                    f"its author {parent} is not a follower (add them to curated.accounts)"
                 )
         result.plans.append(plan)
         if apply:
@@ -530,14 +536,7 @@ def _execute(
     if state["custom_disabled"]:
         request, stripped = kind.strip_custom(request)
         if request is None:
-            _rejected(
-                step,
-                name,
-                journal,
-                resolver,
-                403,
-                "custom attributes are disabled at the service; nothing else to send",
-            )
+            _rejected(step, name, journal, resolver, 403, NOTHING_LEFT)
             return
     attempts = 0
     while True:
@@ -613,14 +612,7 @@ def _execute(
                 )
                 request, stripped = kind.strip_custom(request)
                 if request is None:
-                    _rejected(
-                        step,
-                        name,
-                        journal,
-                        resolver,
-                        403,
-                        "custom attributes are disabled at the service; nothing else to send",
-                    )
+                    _rejected(step, name, journal, resolver, 403, NOTHING_LEFT)
                     return
                 continue
             _rejected(step, name, journal, resolver, exc.status, exc.detail, seq)

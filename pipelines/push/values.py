@@ -12,9 +12,9 @@ value bound for the API is turned into a JSON value without loss, or the row is 
 - moments: ISO 8601 dates or date-times; a date-time without a zone is read as UTC (the
   API's own format), and sent as ``YYYY-MM-DDTHH:MM:SSZ``.
 
-``same`` compares a desired value with what the service holds: numbers by value (2500 and
-2500.0 are the same; the text "2500" is not the number 2500), lists of idxs as sets,
-moments as instants, anything else exactly.
+``same`` compares a desired value with what the service holds: numbers by value (2500,
+2500.0 and a service's echo "2500" are the same; "unlimited" is no number), lists of idxs
+as sets, moments as instants, anything else exactly.
 """
 
 from __future__ import annotations
@@ -151,6 +151,10 @@ def json_scalar(value: Any) -> Any:
 def same(desired: Any, held: Any) -> bool:
     """Whether the service's ``held`` value already is ``desired``."""
     if _is_number(desired):
+        if isinstance(held, str) and _JSON_NUMBER.fullmatch(held.strip()):
+            # a service that echoes numbers as text ("714.43") holds the number all the
+            # same: writing it again would change nothing, on every run
+            held = Decimal(held.strip())
         return _is_number(held) and Decimal(str(desired)) == Decimal(str(held))
     if isinstance(desired, datetime):
         try:

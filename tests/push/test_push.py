@@ -381,3 +381,58 @@ def test_deletes_only_when_opted_in_and_only_what_it_pushed(
     assert len(harness.dump()["followers"]) >= 40, "followers it never pushed stay"
     run(reassigning)
     assert writes(harness) == [], "a deleted key is not deleted again"
+
+
+def test_a_note_whose_author_failed_is_held_then_lands_next_run(
+    harness: Harness, synced: Path
+) -> None:
+    write_csv(synced / "accounts.csv", [{"email": BOT, "name": "Revenue bot"}])
+    # the author's create keeps failing with a 500 (the service did not make it)
+    harness.switches(
+        faults={
+            "script": [
+                {"kind": "500", "count": 4, "path_prefix": "/v1/followers", "method": "POST"}
+            ]
+        }
+    )
+    first = push(harness, synced, apply=True, targets=["followers", "idea_notes"], max_retries=1)
+    notes = next(p for p in first.plans if p.spec.name == "idea_notes")
+    held = [s for s in notes.steps if "held" in (s.action, s.outcome)]
+    assert held and all(
+        f"its author {BOT} did not land" in (s.message or s.reason or "") for s in held
+    ), first.report()
+    assert first.exit_code() == 1
+    assert not [w for w in writes(harness) if w["path"] == "/v1/comments"]
+    harness.switches(faults={"script": []})
+    second = push(harness, synced, apply=True, targets=["followers", "idea_notes"])
+    assert second.exit_code() == 0, second.report()
+    assert len(_notes(harness.dump())) == len(held), "the held notes land on the next run"
+    assert [f["email"] for f in harness.dump()["followers"]].count(BOT) == 1
+
+
+@pytest.mark.parametrize("mode", ["insert", "update"])
+def test_modes_insert_and_update(harness: Harness, synced: Path, tmp_path: Path, mode: str) -> None:
+    import io
+
+    from pipelines.push.run import run_push
+    from pipelines.push.settings import PushSettings
+
+    write_csv(synced / "accounts.csv", accounts(harness.dump()))
+    harness.mark_requests()
+    result = run_push(
+        harness.target(),
+        targets=["followers"],
+        apply=True,
+        settings=harness.settings(),
+        push_settings=PushSettings(curated_dir=synced, note_author_email=BOT),
+        push_dir=_targets_with(tmp_path, "followers", "mode", mode),
+        out=io.StringIO(),
+    )
+    counts = result.counts(result.plans[0])
+    sent = Counter(w["path"] for w in writes(harness))
+    if mode == "insert":  # the two new followers; the three existing ones are left alone
+        assert counts == Counter(create=2, unchanged=3) and sent == Counter({"/v1/followers": 2})
+    else:  # the three existing ones; the new ones are reported, not created
+        assert counts == Counter(update=3, invalid=2), result.report()
+        assert "mode update never creates" in result.report()
+        assert sum(sent.values()) == 3

@@ -18,6 +18,9 @@ def test_demo_runs_a_full_then_a_normal_sync(
     out = capsys.readouterr().out
     assert "== 1. full sync ==" in out and "== 3. normal sync ==" in out
     assert "what changed in the warehouse" in out and "created" in out
+    # the push of examples/curated: a preview, an apply, and a second apply that sends nothing
+    assert "dry run, nothing sent" in out and "applied again at once: 0 write request(s)" in out
+    assert "dana.whitfield@example.net" in out.split("== 5.")[1]
     with duckdb.connect(str(tmp_path / "data" / "demo.duckdb"), read_only=True) as con:
         comments = con.execute("select count(*) from feedback.comments").fetchone()
     # tiny holds 160 comments; the 1% change creates at least one, and the normal sync
