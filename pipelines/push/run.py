@@ -186,7 +186,7 @@ def _samples(plan: TargetPlan, samples: int, applied: bool) -> list[str]:
     return lines
 
 
-class Followers_:
+class FollowerResolver:
     """Email -> follower idx: this run's followers target first, then the copy, then a search."""
 
     def __init__(self, ctx: Context, applied: bool) -> None:
@@ -331,7 +331,7 @@ def _run(
     variables: dict[str, Any] = {"note_author_email": push_settings.note_author_email}
     base = Context(con, target.dataset, client, "")
     base.known_ideas = _set(base, "select idea_idx from staging.ideas")
-    resolver = Followers_(base, apply)
+    resolver = FollowerResolver(base, apply)
     folder = push_settings.curated_dir if target.is_duckdb_backed else None
     for spec in chosen:
         reason = None
@@ -476,7 +476,7 @@ def _apply(
     plan: TargetPlan,
     ctx: Context,
     journal: Journal,
-    resolver: Followers_,
+    resolver: FollowerResolver,
     result: PushResult,
     client: FeedbackClient,
 ) -> None:
@@ -508,7 +508,7 @@ def _execute(
     plan: TargetPlan,
     ctx: Context,
     journal: Journal,
-    resolver: Followers_,
+    resolver: FollowerResolver,
     result: PushResult,
     state: dict[str, bool],
     lock: threading.Lock,
@@ -641,7 +641,7 @@ def _confirmed(
     idx: str | None,
     request: Request,
     journal: Journal,
-    resolver: Followers_,
+    resolver: FollowerResolver,
     note: str | None,
     *,
     whole: bool = True,
@@ -659,7 +659,7 @@ def _rejected(
     step: Step,
     name: str,
     journal: Journal,
-    resolver: Followers_,
+    resolver: FollowerResolver,
     status: int | None,
     message: str,
     seq: int | None = None,
@@ -678,6 +678,6 @@ def _rejected(
     _failed(step, resolver)
 
 
-def _failed(step: Step, resolver: Followers_) -> None:
+def _failed(step: Step, resolver: FollowerResolver) -> None:
     if step.record is not None and "email" in step.record.extra:
         resolver.failed[step.key] = step.message or "failed"
