@@ -12,6 +12,9 @@ classifies failures:
   acted on it: a 429 (refused before any work), or a connection that never opened. Any other
   failure (timeout, dropped connection, 5xx, unreadable answer) raises ``OutcomeUnknown``:
   the caller looks the object up before it creates again;
+- a connection that cannot be opened before the service ever answered this client is
+  retried ``FIRST_CONTACT_RETRIES`` times only, then raises ``Unreachable`` naming the base
+  URL: a wrong port or host fails within seconds;
 - 404 raises ``NotFound`` (callers decide whether that is fatal);
 - any other answer outside 2xx raises ``ApiError`` at once.
 
@@ -45,6 +48,7 @@ from pipelines.feedback.errors import (
     NotFound,
     OutcomeUnknown,
     RetriesExhausted,
+    Unreachable,
     redact_url,
 )
 from pipelines.feedback.settings import FeedbackSettings
@@ -56,6 +60,10 @@ BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 30.0
 # a Retry-After beyond this is not waited for: the run fails and says so
 MAX_RETRY_AFTER_SECONDS = 300.0
+# until the service has answered once, a connection it refuses (or a host that does not
+# resolve) is tried this many more times only: a wrong base URL fails in about a second,
+# not after max_retries backoffs on every resource
+FIRST_CONTACT_RETRIES = 2
 
 Params = Mapping[str, str | int]
 
@@ -185,6 +193,9 @@ class FeedbackClient:
         self.settings = settings
         SCRUBBER.register(settings.api_key)
         self.stats = RequestStats()
+        # the service answered at least once (any status): connection failures are then
+        # taken for a passing fault, not for a wrong address
+        self._reached = False
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._limiter = RateLimiter(settings.requests_per_second)
@@ -301,6 +312,22 @@ class FeedbackClient:
                         f"the service may or may not have acted on it: {failure.detail}",
                     ) from None
                 attempt += 1
+                first_contact = failure.unsent and failure.status is None and not self._reached
+                allowed = (
+                    min(FIRST_CONTACT_RETRIES, self.settings.max_retries)
+                    if first_contact
+                    else self.settings.max_retries
+                )
+                if first_contact and attempt > allowed:
+                    raise Unreachable(
+                        resource,
+                        method,
+                        self.describe(path, params),
+                        None,
+                        f"no connection to {redact_url(self.settings.base_url)} in {attempt} "
+                        f"attempts ({failure.detail}); check the base URL "
+                        "(SOURCES__FEEDBACK__BASE_URL) and that the service is up",
+                    ) from None
                 if attempt > self.settings.max_retries:
                     raise RetriesExhausted(
                         resource,
@@ -324,7 +351,7 @@ class FeedbackClient:
                     "%s: retry %d/%d in %.2fs after %s: %s %s",
                     resource,
                     attempt,
-                    self.settings.max_retries,
+                    allowed,
                     delay,
                     failure.detail,
                     method,
@@ -373,6 +400,7 @@ class FeedbackClient:
                     method, path.lstrip("/"), params=query, content=content, headers=headers
                 )
                 status = response.status_code
+                self._reached = True
                 raw = response.content
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 # the request never left: no connection was made

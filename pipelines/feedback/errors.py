@@ -11,7 +11,9 @@
         │                   the request (key redacted) and what the server said
         ├── NotFound        404: callers skip an idea that vanished
         ├── RetriesExhausted  429, 5xx, timeouts, dropped connections or unreadable
-        │                   bodies, more times than ``max_retries`` allows
+        │   │               bodies, more times than ``max_retries`` allows
+        │   └── Unreachable no connection before the service ever answered (a wrong
+        │                   base URL): given up after a few quick tries
         └── OutcomeUnknown  a create failed after it may have reached the service: the
                             caller looks for the object before it creates again
 
@@ -70,6 +72,11 @@ class NotFound(ApiError):
 
 class RetriesExhausted(ApiError):
     """A retryable failure kept happening past the retry bound."""
+
+
+class Unreachable(RetriesExhausted):
+    """No connection could be opened, and the service never answered this run: most likely
+    a wrong base URL (port, host), so the run stops within seconds and names it."""
 
 
 class OutcomeUnknown(ApiError):

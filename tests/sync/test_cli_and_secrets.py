@@ -213,3 +213,19 @@ def test_an_unknown_destination_is_a_usage_error(
     done = _cli(["sync", "--destination", "nosuch"], _env(live_sandbox, tmp_path), tmp_path)
     assert done.returncode == 2, done.stderr
     assert "--destination" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_refused_connection_fails_fast_with_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/v1"
+    env = _env(None, tmp_path, SOURCES__FEEDBACK__BASE_URL=base, SOURCES__FEEDBACK__API_KEY="k-123")
+    done = _cli(["sync", "--progress-every", "3600"], env, tmp_path)
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("feedback-sync sync:")]
+    assert len(errors) == 1, done.stderr
+    assert f"no connection to {base} in 3 attempts" in errors[0]
+    assert "Traceback" not in done.stderr and "k-123" not in done.stdout + done.stderr

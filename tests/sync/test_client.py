@@ -28,7 +28,13 @@ from pipelines.feedback.client import (
     RateLimiter,
     Slots,
 )
-from pipelines.feedback.errors import ApiError, NotFound, RetriesExhausted, redact_url
+from pipelines.feedback.errors import (
+    ApiError,
+    NotFound,
+    RetriesExhausted,
+    Unreachable,
+    redact_url,
+)
 from pipelines.feedback.settings import FeedbackSettings
 
 BASE = "http://api.test/v1"
@@ -738,3 +744,30 @@ def test_integers_beyond_64_bits_are_parsed_exactly() -> None:
         parse_json(b'{"n": 1e400, "id": "12345678901234567890"}')
     with pytest.raises(ValueError):
         parse_json(b'{"n": 1e400}')
+
+
+@pytest.mark.parametrize("error", [httpx.ConnectError, httpx.ConnectTimeout])
+def test_a_service_never_reached_fails_after_a_few_quick_tries(error: type[Exception]) -> None:
+    seen: list[httpx.Request] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        raise error("refused", request=request)
+
+    fake = FakeTime()
+    with make_client(refuse, fake, max_retries=8) as client, pytest.raises(Unreachable) as caught:
+        client.get_json("followers", {"limit": 5}, resource="followers")
+    assert len(seen) == 3 and sum(fake.sleeps) < 2.0
+    message = str(caught.value)
+    assert f"no connection to {BASE} in 3 attempts" in message and "check the base URL" in message
+    assert "\n" not in message and KEY not in message
+
+
+def test_after_a_first_answer_connection_failures_get_every_retry() -> None:
+    answers = [json_response(200, OK_BODY)] + [raiser(httpx.ConnectError)] * 5
+    answers.append(json_response(200, OK_BODY))
+    handler = sequence(*answers)
+    with make_client(handler, max_retries=8) as client:
+        client.get_json("ideas", {}, resource="ideas")
+        assert client.get_json("ideas", {}, resource="ideas") == OK_BODY
+    assert len(handler.seen) == 7
