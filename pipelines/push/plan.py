@@ -101,20 +101,17 @@ def plan_target(
     known_idx = {k: v.idx for k, v in known.items() if v.idx and not v.deleted}
     plan.managed = len(known_idx)
     records = kind.records(rows, spec.key, ctx)
+
+    def invalid(record: Record, reason: str) -> None:
+        plan.steps.append(
+            Step(spec.name, record.key, record.label, "invalid", record=record, reason=reason)
+        )
+
     valid: dict[str, Record] = {}
     for record in records:
         record.extra["nulls"] = spec.nulls
         if record.problems:
-            plan.steps.append(
-                Step(
-                    spec.name,
-                    record.key,
-                    record.label,
-                    "invalid",
-                    record=record,
-                    reason="; ".join(record.problems),
-                )
-            )
+            invalid(record, "; ".join(record.problems))
         else:
             valid[record.key] = record
     copy = kind.copy(ctx, known_idx, valid)
@@ -149,51 +146,28 @@ def plan_target(
         held = live.get(key)
         named = record.extra.get("idx")
         if named is not None and (held is None or owners.get(named, key) != key):
-            reason = (
+            invalid(
+                record,
                 f"idx {named} does not exist at the service"
                 if held is None
-                else f"idx {named} belongs to the key {owners[named]!r} already"
-            )
-            plan.steps.append(
-                Step(spec.name, key, record.label, "invalid", record=record, reason=reason)
+                else f"idx {named} belongs to the key {owners[named]!r} already",
             )
             continue
-        if held is None and spec.mode != "update" and kind.create_problems(record):
-            plan.steps.append(
-                Step(
-                    spec.name,
-                    key,
-                    record.label,
-                    "invalid",
-                    record=record,
-                    reason="; ".join(kind.create_problems(record)),
-                )
+        problems = kind.create_problems(record) if held is None else []
+        if held is None and spec.mode == "update":
+            invalid(
+                record,
+                f"not found at the service (mode update never creates a {kind.resource} row)",
             )
+            continue
+        if problems:
+            invalid(record, "; ".join(problems))
             continue
         if held is None:
-            if spec.mode == "update":
-                plan.steps.append(
-                    Step(
-                        spec.name,
-                        key,
-                        record.label,
-                        "invalid",
-                        record=record,
-                        reason="not found at the service "
-                        f"(mode update never creates a {kind.resource} row)",
-                    )
-                )
-            else:
-                plan.steps.append(
-                    Step(
-                        spec.name,
-                        key,
-                        record.label,
-                        "create",
-                        record=record,
-                        changes={n: (None, v) for n, v in record.fields.items() if v is not None},
-                    )
-                )
+            created = {n: (None, v) for n, v in record.fields.items() if v is not None}
+            plan.steps.append(
+                Step(spec.name, key, record.label, "create", record=record, changes=created)
+            )
             continue
         changes = diff(record, held, spec.nulls)
         if not changes:
@@ -226,10 +200,10 @@ def plan_target(
                     record=record,
                 )
             )
-    invalid = [s for s in plan.steps if s.action == "invalid"]
-    if spec.delete is not None and invalid:
+    rejected_rows = [s for s in plan.steps if s.action == "invalid"]
+    if spec.delete is not None and rejected_rows:
         plan.notes.append(
-            f"no deletes this run: {len(invalid)} invalid row(s) might be rows it should keep"
+            f"no deletes this run: {len(rejected_rows)} invalid row(s) might be rows it should keep"
         )
     elif spec.delete is not None:
         wanted = {r.key for r in records}

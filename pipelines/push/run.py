@@ -37,7 +37,7 @@ from pipelines.feedback.errors import SCRUBBER, ApiError, ConfigError, NotFound,
 from pipelines.feedback.settings import FeedbackSettings, load_settings
 from pipelines.models import load_project, models_file
 from pipelines.push import curated as curated_inputs
-from pipelines.push.journal import Journal
+from pipelines.push.journal import Journal, fields_hash
 from pipelines.push.kinds import KINDS, Context, Followers, Request, show_field
 from pipelines.push.plan import Step, TargetPlan, plan_target
 from pipelines.push.settings import PushSettings, load_push_settings
@@ -435,8 +435,6 @@ def _run(
 def _adopt(plan: TargetPlan, journal: Journal) -> None:
     """Unchanged records the snapshot does not know as they are (matched by email, name,
     marker or idx; or right already): remembered with their idx and fields."""
-    from pipelines.push.journal import fields_hash
-
     known = journal.known(plan.spec.name)
     for step in plan.steps:
         if step.action != "unchanged" or step.idx is None or step.record is None:
