@@ -33,6 +33,7 @@ import duckdb
 
 from pipelines.export import write_parquet
 from pipelines.feedback.arrow import PARENT_KEYS
+from pipelines.feedback.types import DECLARED, VARIANT
 from pipelines.warehouse import Target, duckdb_memory_limit
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
@@ -205,6 +206,33 @@ def source_sql(
 
 
 TYPE_DRIFT = "type_drift"
+CUSTOM_FIELDS = "custom_fields"
+_BOOKKEEPING = ("_dlt_", "_deleted_at")
+# DuckDB's type of a stored column -> the sync's kind (pipelines/feedback/types.py)
+_KIND_OF_TYPE = {
+    "VARCHAR": "text",
+    "JSON": "json",
+    "BIGINT": "bigint",
+    "DOUBLE": "double",
+    "BOOLEAN": "bool",
+    "TIMESTAMP WITH TIME ZONE": "timestamp",
+}
+
+
+def _row_key(table: str, columns: Iterable[str]) -> str | None:
+    """SQL for a row's key in ``table``: its ``idx``, or ``<parent idx>/<position>``."""
+    present = set(columns)
+    root = table.split("__", 1)[0]
+    parent = PARENT_KEYS.get(root)
+    if table == root and "idx" in present:
+        return 't."idx"'
+    if parent in present and "_dlt_list_idx" in present:
+        return f't."{parent}" || \'/\' || cast(t."_dlt_list_idx" as varchar)'
+    return None
+
+
+def _load_id(columns: Iterable[str]) -> str:
+    return 't."_dlt_load_id"' if "_dlt_load_id" in columns else "cast(null as varchar)"
 
 
 def type_drift_sql(dataset: str, existing: dict[str, set[str]]) -> str:
@@ -213,30 +241,58 @@ def type_drift_sql(dataset: str, existing: dict[str, set[str]]) -> str:
     selects = []
     for table in sorted(existing):
         columns = existing[table]
-        root = table.split("__", 1)[0]
-        parent = PARENT_KEYS.get(root)
-        if table == root and "idx" in columns:
-            row_key = 't."idx"'
-        elif parent in columns and "_dlt_list_idx" in columns:
-            row_key = f't."{parent}" || \'/\' || cast(t."_dlt_list_idx" as varchar)'
-        else:
+        row_key = _row_key(table, columns)
+        if row_key is None:
             continue
-        load = 't."_dlt_load_id"' if "_dlt_load_id" in columns else "cast(null as varchar)"
-        for variant in sorted(c for c in columns if "__v_" in c):
-            column, sent_type = variant.rsplit("__v_", 1)
+        for variant in sorted(c for c in columns if VARIANT in c):
+            column, sent_type = variant.rsplit(VARIANT, 1)
             selects.append(
                 f"select '{table}' as table_name, {row_key} as row_key, "
                 f"'{column}' as column_name, '{sent_type}' as sent_type, "
-                f'cast(t."{variant}" as varchar) as value_as_sent, {load} as load_id '
-                f'from "{dataset}"."{table}" as t where t."{variant}" is not null'
+                f'cast(t."{variant}" as varchar) as value_as_sent, {_load_id(columns)} '
+                f'as load_id from "{dataset}"."{table}" as t where t."{variant}" is not null'
             )
-    if not selects:
-        return (
-            "select cast(null as varchar) as table_name, cast(null as varchar) as row_key, "
-            "cast(null as varchar) as column_name, cast(null as varchar) as sent_type, "
-            "cast(null as varchar) as value_as_sent, cast(null as varchar) as load_id where false"
-        )
-    return "\nunion all\n".join(selects)
+    names = ("table_name", "row_key", "column_name", "sent_type", "value_as_sent", "load_id")
+    return _union_or_empty(selects, names)
+
+
+def custom_fields_sql(dataset: str, types: dict[str, dict[str, str]]) -> str:
+    """``staging.custom_fields``: one row per value of a field the spec does not declare
+    (a company's top-level ``plan`` or ``seats``, a field the API adds), in every table the
+    sync loads: ``field_name`` (the column's name), ``value_type`` (the kind it was stored
+    as, its variant's for a value that drifted) and ``value`` (as text; JSON as its text).
+
+    ``types`` is ``{table: {column: DuckDB type}}`` of the dataset."""
+    selects = []
+    for table in sorted(set(types) & set(DECLARED)):
+        columns = types[table]
+        row_key = _row_key(table, columns)
+        if row_key is None:
+            continue
+        for column in sorted(columns):
+            field_name = column.split(VARIANT, 1)[0]
+            if field_name in DECLARED[table] or field_name.startswith(_BOOKKEEPING):
+                continue
+            if VARIANT in column:
+                kind = column.rsplit(VARIANT, 1)[1]
+            else:
+                stored = columns[column]
+                kind = _KIND_OF_TYPE.get(stored, "decimal" if "DECIMAL" in stored else "text")
+            selects.append(
+                f"select '{table}' as table_name, {row_key} as row_key, "
+                f"'{field_name}' as field_name, '{kind}' as value_type, "
+                f'cast(t."{column}" as varchar) as value, {_load_id(columns)} as load_id '
+                f'from "{dataset}"."{table}" as t where t."{column}" is not null'
+            )
+    names = ("table_name", "row_key", "field_name", "value_type", "value", "load_id")
+    return _union_or_empty(selects, names)
+
+
+def _union_or_empty(selects: list[str], names: Iterable[str]) -> str:
+    if selects:
+        return "\nunion all\n".join(selects)
+    nulls = ", ".join(f"cast(null as varchar) as {name}" for name in names)
+    return f"select {nulls} where false"
 
 
 def render(model: Model, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
@@ -253,13 +309,19 @@ def render(model: Model, project: Project, dataset: str, existing: dict[str, set
 
 def existing_columns(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, set[str]]:
     """``{table: {column}}`` of the dataset's tables and views."""
+    return {table: set(columns) for table, columns in column_types(con, dataset).items()}
+
+
+def column_types(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, dict[str, str]]:
+    """``{table: {column: DuckDB type}}`` of the dataset's tables and views."""
     rows = con.execute(
-        "select table_name, column_name from information_schema.columns where table_schema = ?",
+        "select table_name, column_name, data_type from information_schema.columns "
+        "where table_schema = ?",
         [dataset],
     ).fetchall()
-    out: dict[str, set[str]] = {}
-    for table, column in rows:
-        out.setdefault(table, set()).add(column)
+    out: dict[str, dict[str, str]] = {}
+    for table, column, data_type in rows:
+        out.setdefault(table, {})[column] = data_type
     return out
 
 
@@ -289,7 +351,8 @@ def build(
             this build is kept.
     """
     project = project or load_project()
-    existing = existing_columns(con, dataset)
+    types = column_types(con, dataset)
+    existing = {table: set(columns) for table, columns in types.items()}
     result = BuildResult()
     result.missing_sources = sorted(t for t in project.sources if t not in existing)
     con.execute("begin transaction")
@@ -309,9 +372,12 @@ def build(
             if kind == "table":
                 row = con.execute(f"select count(*) from {model.relation}").fetchone()
                 result.mart_rows[model.name] = int(row[0]) if row else 0
-        drift = f'"staging"."{TYPE_DRIFT}"'
-        con.execute(f"create or replace view {drift} as\n{type_drift_sql(dataset, existing)}")
-        result.built.append(f"staging.{TYPE_DRIFT}")
+        for name, sql in (
+            (TYPE_DRIFT, type_drift_sql(dataset, existing)),
+            (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
+        ):
+            con.execute(f'create or replace view "staging"."{name}" as\n{sql}')
+            result.built.append(f"staging.{name}")
         con.execute("commit")
     except BaseException:
         # a rollback that fails too must not hide why the build failed

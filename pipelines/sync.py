@@ -351,7 +351,7 @@ def _terminal_job_failure(exc: BaseException) -> str | None:
             return (
                 f"the warehouse refused the load of {where}: {reason}. The run's load package "
                 "was aborted: its state was not committed, so the next run reads its rows "
-                "again (tables it had already merged keep their new rows)"
+                "again"
             )
     return None
 

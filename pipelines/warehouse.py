@@ -23,6 +23,7 @@ from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
+from pipelines import load_order
 from pipelines.feedback.errors import ConfigError
 
 DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
@@ -117,6 +118,8 @@ class Target:
         # a load job that fails for good aborts its package (state rewound, nothing committed)
         # instead of leaving it pending for every later run to fail on again
         dlt.config["load.auto_abort_on_terminal_error"] = True
+        # and no chain of it is merged before every table of it was copied
+        load_order.install()
         return dlt.pipeline(
             pipeline_name=self.pipeline_name,
             destination=destination,

@@ -103,8 +103,9 @@ def test_every_mart_equals_the_truth_computed_in_python(harness: Harness, delete
 def test_models_are_documented_keyed_and_related(harness: Harness) -> None:
     result = harness.sync()
     assert result.models is not None and result.models_error is None
-    # every SQL model, and the drift view the runner builds from the variant columns
-    expected = {f"{m.layer}.{m.name}" for m in PROJECT.models} | {"staging.type_drift"}
+    # every SQL model, and the two views the runner builds from the loaded columns
+    generated = {"staging.type_drift", "staging.custom_fields"}
+    expected = {f"{m.layer}.{m.name}" for m in PROJECT.models} | generated
     assert set(result.models.built) == expected
     con = _connect(harness)
     try:
@@ -272,7 +273,8 @@ def test_no_models_switch_and_the_models_command(
     _point_cli_at(harness, monkeypatch)
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    assert f"models: built {len(PROJECT.models) + 1} (" in out  # and staging.type_drift
+    # and staging.type_drift, staging.custom_fields
+    assert f"models: built {len(PROJECT.models) + 2} (" in out
     con = _connect(harness)
     try:
         assert con.execute("select count(*) from marts.idea_engagement").fetchone() == (12,)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import dlt
 import httpx
 import pyarrow as pa
 import pytest
+from dlt.common.normalizers.naming import snake_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -203,6 +205,32 @@ def test_the_sandbox_drift_lands_exactly_and_the_views_read_it_as_one_value(
             assert (spend, as_sent) == (value, None)
     assert expected_drift and {(t, k, v) for t, k, _, _, v in drift} == expected_drift
     assert any(c.get("seats") == "unlimited" for c in sent.values())  # a word among numbers
+    # the top-level custom fields, each value with the kind it was stored as
+    for con in harness.connect():
+        custom = con.execute(
+            "select row_key, value_type, value from staging.custom_fields "
+            "where table_name = 'followers__companies' and field_name = 'seats'"
+        ).fetchall()
+        fields = con.execute("select distinct table_name, field_name from staging.custom_fields")
+        custom_keys = {k for c in sent.values() for k in c} - {"id", "name", "monthly_spend"}
+        assert custom_keys >= {"seats", "plan"} and "attributes" in custom_keys
+        custom_keys.discard("attributes")  # declared (and empty with top-level fields)
+        column = snake_case.NamingConvention().normalize_identifier  # "Renewal Date"
+        expected_fields = {("followers__companies", column(k)) for k in custom_keys}
+        assert set(fields.fetchall()) == expected_fields
+    kinds = {"bigint": int, "double": float, "text": str}
+    seats = {key: value for key, kind, value in custom}
+    assert len(seats) == len(custom)
+    expected_seats = {
+        f"{follower}/{position}": c["seats"]
+        for (follower, position), c in sent.items()
+        if c.get("seats") is not None
+    }
+    assert seats.keys() == expected_seats.keys()
+    for key, kind, value in custom:
+        sent_value = expected_seats[key]
+        assert isinstance(sent_value, kinds[kind]), (key, kind, sent_value)
+        assert (value if kind == "text" else float(value)) == sent_value
 
 
 def _seats(harness: Harness) -> dict[tuple[str, str], dict[str, Any]]:
@@ -278,7 +306,9 @@ def test_a_warehouse_with_a_bigint_spend_gets_exact_values_from_the_next_full(
 class _FailingCopy:
     """Makes the DuckDB load job of ``table`` fail terminally ``times`` times."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, table: str, times: int) -> None:
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, table: str, times: int, after_seconds: float = 0
+    ) -> None:
         from dlt.destinations.exceptions import DatabaseTerminalException
         from dlt.destinations.impl.duckdb.duck import DuckDbCopyJob
 
@@ -288,6 +318,7 @@ class _FailingCopy:
         def run(job: Any) -> None:
             if job.load_table_name == table and self.left > 0:
                 self.left -= 1
+                time.sleep(after_seconds)  # the other tables' copies finish first
                 raise DatabaseTerminalException(Exception(f"injected failure for {table}"))
             original(job)
 
@@ -327,6 +358,47 @@ def test_a_load_that_fails_for_good_is_aborted_and_the_next_run_reads_its_rows_a
         landed = {r[0] for r in con.execute("select idx from feedback.followers").fetchall()}
     assert set(created) <= landed
     harness.assert_equals_truth(tables=FOLLOWER_TABLES)
+
+
+def _rows_of_uncommitted_loads(harness: Harness) -> dict[str, int]:
+    """Rows per data table whose load id no committed load holds (dlt's state table is
+    appended to as the package loads; dlt reads a state only with its committed load)."""
+    found: dict[str, int] = {}
+    for con in harness.connect():
+        tables = con.execute(
+            "select table_name from information_schema.columns where table_schema = "
+            "'feedback' and column_name = '_dlt_load_id' "
+            "and not starts_with(table_name, '_dlt_')"
+        ).fetchall()
+        for (table,) in tables:
+            (count,) = con.execute(
+                f'select count(*) from feedback."{table}" where _dlt_load_id not in '
+                "(select load_id from feedback._dlt_loads where status = 0)"
+            ).fetchone() or (0,)
+            if count:
+                found[table] = count
+    return found
+
+
+def test_a_package_that_fails_for_good_leaves_no_table_merged(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The followers copy fails after the comments chain was copied: without merges held
+    back to the end, the new comments would be merged while the package is aborted."""
+    harness.sync(full=True)
+    for con in harness.connect():
+        before = con.execute("select count(*) from feedback.comments").fetchone()
+    changes = harness.mutate(seed=7, counts={"followers": {"create": 3}, "comments": {"create": 5}})
+    assert len(changes["comments"]["created"]) == 5
+    _FailingCopy(monkeypatch, "followers", times=1, after_seconds=1.5)
+    with pytest.raises(Exception, match="injected failure"):
+        harness.sync()
+    assert _rows_of_uncommitted_loads(harness) == {}
+    for con in harness.connect():
+        assert con.execute("select count(*) from feedback.comments").fetchone() == before
+    harness.sync()
+    assert _rows_of_uncommitted_loads(harness) == {}
+    harness.assert_equals_truth(tables=[*FOLLOWER_TABLES, "comments"])
 
 
 def test_a_package_an_earlier_version_left_pending_is_given_up_and_read_again(
