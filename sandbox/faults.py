@@ -93,6 +93,7 @@ class LoggedRequest:
     query: str
     status: int | None = None
     fault: str | None = None
+    body_sha256: str | None = None  # of a request that had a body: tells resent writes apart
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +105,7 @@ class LoggedRequest:
             "params": _params(self.query),
             "status": self.status,
             "fault": self.fault,
+            "body_sha256": self.body_sha256,
         }
 
 

@@ -4,11 +4,12 @@ A pure ASGI middleware (no per-request framework overhead). Order for a ``/v1`` 
 log it, wait the configured latency, draw a fault, check the key, take a rate-limit token,
 then route. Control routes (``/_sandbox``) and ``/openapi.json`` are only logged.
 
-Faults: ``429`` (with ``Retry-After``), ``500`` and ``503`` (JSON), ``502`` (an HTML page,
-as a proxy would send), ``stall`` (wait ``stall_seconds``, then answer), ``drop`` (the
-request is served, then the connection closes after the status line: the client cannot know
-whether a write happened), ``truncate`` (the request is served; the body is cut short with a
-matching ``Content-Length``, so the HTTP exchange completes but the JSON does not parse).
+Faults: ``429`` (with ``Retry-After``), ``429_bare`` (without), ``500`` and ``503`` (JSON),
+``502`` (an HTML page, as a proxy would send), ``stall`` (wait ``stall_seconds``, then
+answer), ``drop`` (the request is served, then the connection closes after the status line:
+the client cannot know whether a write happened), ``truncate`` (the request is served; the
+body is cut short with a matching ``Content-Length``, so the HTTP exchange completes but the
+JSON does not parse).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import hmac
 import logging
 from typing import TYPE_CHECKING, Any
@@ -60,8 +62,9 @@ def _presented_key(scope: Scope) -> str | None:
     return None
 
 
-async def _buffered(receive: Receive) -> Receive | None:
-    """``receive`` with the request body read ahead; None if the client left first."""
+async def _buffered(receive: Receive) -> tuple[Receive, bytes] | None:
+    """``receive`` with the request body read ahead, and the body; None if the client left
+    first."""
     messages: list[Message] = []
     while True:
         message = await receive()
@@ -70,13 +73,14 @@ async def _buffered(receive: Receive) -> Receive | None:
         messages.append(message)
         if not message.get("more_body", False):
             break
+    body = b"".join(m.get("body", b"") for m in messages)
 
     async def replay() -> Message:
         if messages:
             return messages.pop(0)
         return await receive()
 
-    return replay
+    return replay, body
 
 
 class Guard:
@@ -109,10 +113,12 @@ class Guard:
         # the request is read whole before anything else, as a server behind a proxy gets
         # it: a client that goes away while the request is served (latency, a stall) does
         # not stop a write it already sent, it only loses the answer
-        replay = await _buffered(receive)
-        if replay is None:
+        buffered = await _buffered(receive)
+        if buffered is None:
             return  # the client left before its request was complete: nothing happens
-        receive = replay
+        receive, body = buffered
+        if body:
+            entry.body_sha256 = hashlib.sha256(body).hexdigest()
         if settings.latency_ms:
             await asyncio.sleep(settings.latency_ms / 1000)
         fault = state.injector.draw(settings.faults, method, path)
@@ -129,7 +135,7 @@ class Guard:
         else:
             allowed, retry_after = True, 0
 
-        if fault in ("429", "500", "502", "503"):
+        if fault in ("429", "429_bare", "500", "502", "503"):
             await self._fault_answer(fault, scope, receive, send_logged)
             return
         if fault == "stall":
@@ -156,6 +162,8 @@ class Guard:
             response = error_response(
                 429, "rate limited (injected fault)", headers={"Retry-After": retry_after}
             )
+        elif fault == "429_bare":  # as some gateways send it: no hint how long to wait
+            response = error_response(429, "rate limited (injected fault)")
         elif fault == "500":
             response = error_response(500, "Internal server error")
         elif fault == "503":

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-FAULT_KINDS = ("429", "500", "502", "503", "stall", "drop", "truncate")
+FAULT_KINDS = ("429", "429_bare", "500", "502", "503", "stall", "drop", "truncate")
 TIMESTAMP_FORMATS = ("contract", "iso", "plain", "mixed")
 LAST_PAGE_AFTER = ("cursor", "null", "repeat")
 ANNOUNCEMENT_ORDERS = ("oldest_first", "newest_first")

@@ -12,9 +12,11 @@ classifies failures:
   acted on it: a 429 (refused before any work), or a connection that never opened. Any other
   failure (timeout, dropped connection, 5xx, unreadable answer) raises ``OutcomeUnknown``:
   the caller looks the object up before it creates again;
-- a connection that cannot be opened before the service ever answered this client is
-  retried ``FIRST_CONTACT_RETRIES`` times only, then raises ``Unreachable`` naming the base
-  URL: a wrong port or host fails within seconds;
+- until the service has answered once, requests go one at a time; a connection that cannot
+  be opened before then is retried ``FIRST_CONTACT_RETRIES`` times only, then raises
+  ``Unreachable`` naming the base URL: a wrong port or host fails within seconds;
+- requests are paced to ``requests_per_second``, and to 90% of the limit the service states
+  in ``X-RateLimit-Limit`` (when lower);
 - 404 raises ``NotFound`` (callers decide whether that is fatal);
 - any other answer outside 2xx raises ``ApiError`` at once.
 
@@ -64,6 +66,10 @@ MAX_RETRY_AFTER_SECONDS = 300.0
 # resolve) is tried this many more times only: a wrong base URL fails in about a second,
 # not after max_retries backoffs on every resource
 FIRST_CONTACT_RETRIES = 2
+# a service that states its limit (X-RateLimit-Limit) is asked at this share of it: a
+# request delayed on its way can arrive right behind the next one, and a limit counted per
+# calendar second is then exceeded by one
+ANNOUNCED_LIMIT_SHARE = 0.9
 
 Params = Mapping[str, str | int]
 
@@ -107,13 +113,37 @@ class Slots:
 
 
 class RateLimiter:
-    """Spaces requests ``1 / rate`` seconds apart across threads; ``pause`` holds everyone."""
+    """Spaces requests ``1 / rate`` seconds apart across threads; ``pause`` holds everyone.
+
+    ``rate`` is the configured limit (None: none). ``announce`` takes the limit the service
+    states on its answers (``X-RateLimit-Limit``, requests per second): the pace is then
+    ``ANNOUNCED_LIMIT_SHARE`` of it, or the configured rate when that is lower, so a run
+    stays under a service's limit without being told it.
+    """
 
     def __init__(self, rate: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._configured = rate
+        self._announced: float | None = None
         self._interval = 1.0 / rate if rate else 0.0
         self._clock = clock
         self._lock = threading.Lock()
         self._next = 0.0
+
+    @property
+    def rate(self) -> float | None:
+        """Requests per second the limiter paces to (None: unpaced)."""
+        return 1.0 / self._interval if self._interval else None
+
+    def announce(self, limit: float) -> None:
+        """The service says it allows ``limit`` requests per second."""
+        if limit == self._announced or not limit > 0:
+            return
+        with self._lock:
+            self._announced = limit
+            rates = [limit * ANNOUNCED_LIMIT_SHARE]
+            if self._configured:
+                rates.append(self._configured)
+            self._interval = 1.0 / min(rates)
 
     def reserve(self) -> float:
         """Takes the next slot; returns how long the caller must wait for it."""
@@ -196,6 +226,9 @@ class FeedbackClient:
         # the service answered at least once (any status): connection failures are then
         # taken for a passing fault, not for a wrong address
         self._reached = False
+        # until then one request at a time: a wrong address fails once, not once per
+        # thread, and the first answer's X-RateLimit-Limit paces all that follow
+        self._first_contact = threading.Lock()
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._limiter = RateLimiter(settings.requests_per_second)
@@ -393,6 +426,12 @@ class FeedbackClient:
         status: int | None = None
         content = None if body is None else _dumps(body)
         headers = {"Content-Type": "application/json"} if content is not None else None
+        probing = not self._reached
+        if probing:
+            self._first_contact.acquire()
+            if self._reached:  # another thread's request was answered meanwhile
+                self._first_contact.release()
+                probing = False
         self._slots.acquire(urgent)
         try:
             try:
@@ -400,6 +439,7 @@ class FeedbackClient:
                     method, path.lstrip("/"), params=query, content=content, headers=headers
                 )
                 status = response.status_code
+                self._note_limit(response.headers.get("X-RateLimit-Limit"))
                 self._reached = True
                 raw = response.content
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
@@ -414,6 +454,8 @@ class FeedbackClient:
                 self.stats.count(resource, status)
         finally:
             self._slots.release()
+            if probing:
+                self._first_contact.release()
         return self._classify(method, response, raw, path, params, resource, check)
 
     def _classify(
@@ -447,6 +489,16 @@ class FeedbackClient:
         if status == 404:
             raise NotFound(resource, method, url, status, message)
         raise ApiError(resource, method, url, status, message)
+
+    def _note_limit(self, header: str | None) -> None:
+        if not header:
+            return
+        try:
+            limit = float(header)
+        except ValueError:
+            return  # a garbled header is no reason to fail a run
+        if math.isfinite(limit):
+            self._limiter.announce(limit)
 
     def _scrub(self, text: str) -> str:
         """Whatever the server echoed, the key does not travel on in a message."""

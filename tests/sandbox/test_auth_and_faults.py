@@ -118,7 +118,9 @@ def script(app: SandboxApp, kind: str, count: int = 1, **extra: str) -> None:
     set_switches(app, faults={"script": [{"kind": kind, "count": count, **extra}]})
 
 
-@pytest.mark.parametrize(("kind", "status"), [("429", 429), ("500", 500), ("503", 503)])
+@pytest.mark.parametrize(
+    ("kind", "status"), [("429", 429), ("429_bare", 429), ("500", 500), ("503", 503)]
+)
 async def test_scripted_json_faults(
     sandbox_app: SandboxApp, sandbox_client: httpx.AsyncClient, kind: str, status: int
 ) -> None:
@@ -129,8 +131,10 @@ async def test_scripted_json_faults(
         response = await sandbox_client.get("/followers")
         assert response.status_code == status
         assert response.json()["error"] is True
-        if status in (429, 503):
+        if kind in ("429", "503"):
             assert response.headers["Retry-After"] == "1"
+        else:
+            assert "Retry-After" not in response.headers
     assert (await sandbox_client.get("/followers")).status_code == 200
 
 
@@ -164,6 +168,18 @@ async def test_dropped_connection_in_process_looks_like_a_socket_error(
         await sandbox_client.post("/topics", json={"name": "Lost answer"})
     # the write happened even though the answer was lost: clients must be idempotent
     assert any(t.name == "Lost answer" for t in sandbox_app.state.store.topics)
+
+
+async def test_the_log_tells_a_resent_write_from_another(
+    sandbox_app: SandboxApp, sandbox_client: httpx.AsyncClient
+) -> None:
+    for name in ("Resent", "Resent", "Other"):
+        await sandbox_client.post("/topics", json={"name": name})
+    await sandbox_client.get("/topics")
+    log = sandbox_app.state.log.since(0)
+    shas = [e.body_sha256 for e in log if e.path.startswith("/v1/")]
+    assert shas[0] == shas[1] != shas[2] and shas[3] is None
+    assert len(shas[0] or "") == 64
 
 
 async def test_stall_times_out_the_client(sandbox_app: SandboxApp) -> None:

@@ -626,6 +626,58 @@ def test_client_spaces_requests_at_the_configured_rate() -> None:
     assert fake.sleeps == pytest.approx([0.2, 0.2])
 
 
+def test_the_limit_the_service_states_paces_the_client_below_it() -> None:
+    fake = FakeTime()
+    handler = sequence(json_response(200, OK_BODY, headers={"X-RateLimit-Limit": "4"}))
+    with make_client(handler, fake) as client:
+        for _ in range(3):
+            client.get_json("ideas", {}, resource="ideas")
+        assert client._limiter.rate == pytest.approx(3.6)  # 90% of the stated limit
+    # the first answer brings the limit: from the second request on, one per 1/3.6 s
+    assert fake.sleeps == pytest.approx([1 / 3.6])
+
+
+def test_a_configured_rate_below_the_stated_limit_wins_and_garbage_is_ignored() -> None:
+    fake = FakeTime()
+    limiter = RateLimiter(2.0, clock=fake.clock)
+    limiter.announce(100.0)
+    assert limiter.rate == pytest.approx(2.0)
+    handler = sequence(json_response(200, OK_BODY, headers={"X-RateLimit-Limit": "lots"}))
+    with make_client(handler, fake) as client:
+        client.get_json("ideas", {}, resource="ideas")
+        assert client._limiter.rate is None
+
+
+def test_until_the_first_answer_requests_go_one_at_a_time() -> None:
+    lock = threading.Lock()
+    state = {"now": 0, "max": 0}
+    release = threading.Event()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        with lock:
+            state["now"] += 1
+            state["max"] = max(state["max"], state["now"])
+        release.wait(5)
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        return json_response(200, OK_BODY)
+
+    with make_client(handler, max_concurrency=4) as client:
+        threads = [
+            threading.Thread(target=client.get_json, args=("ideas", {}), kwargs={"resource": "x"})
+            for _ in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.2)
+        first_wave = state["max"]
+        release.set()
+        for thread in threads:
+            thread.join(10)
+    assert first_wave == 1
+
+
 # --- concurrency bound --------------------------------------------------------------------
 
 
