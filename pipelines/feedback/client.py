@@ -128,6 +128,7 @@ class RateLimiter:
         self._clock = clock
         self._lock = threading.Lock()
         self._next = 0.0
+        self._last: float | None = None  # the last slot handed out
 
     @property
     def rate(self) -> float | None:
@@ -144,12 +145,15 @@ class RateLimiter:
             if self._configured:
                 rates.append(self._configured)
             self._interval = 1.0 / min(rates)
+            if self._last is not None:  # the requests already sent count at the new pace
+                self._next = max(self._next, self._last + self._interval)
 
     def reserve(self) -> float:
         """Takes the next slot; returns how long the caller must wait for it."""
         with self._lock:
             now = self._clock()
             slot = max(now, self._next)
+            self._last = slot
             self._next = slot + self._interval
             return slot - now
 
@@ -419,11 +423,7 @@ class FeedbackClient:
         check: Callable[[dict[str, Any]], str | None] | None,
         urgent: bool,
     ) -> dict[str, Any]:
-        wait = self._limiter.reserve()
-        if wait > 0:
-            self._sleep(wait)
         query = {**params, **self._key_param}
-        status: int | None = None
         content = None if body is None else _dumps(body)
         headers = {"Content-Type": "application/json"} if content is not None else None
         probing = not self._reached
@@ -432,6 +432,29 @@ class FeedbackClient:
             if self._reached:  # another thread's request was answered meanwhile
                 self._first_contact.release()
                 probing = False
+        try:
+            # after the gate: the first answer may have brought the pace
+            wait = self._limiter.reserve()
+            if wait > 0:
+                self._sleep(wait)
+            response, raw = self._send(method, path, query, content, headers, resource, urgent)
+        finally:
+            if probing:
+                self._first_contact.release()
+        return self._classify(method, response, raw, path, params, resource, check)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str | int],
+        content: bytes | None,
+        headers: dict[str, str] | None,
+        resource: str,
+        urgent: bool,
+    ) -> tuple[httpx.Response, bytes]:
+        """One exchange in a free slot; failures that may be passing become ``_Retryable``."""
+        status: int | None = None
         self._slots.acquire(urgent)
         try:
             try:
@@ -441,7 +464,7 @@ class FeedbackClient:
                 status = response.status_code
                 self._note_limit(response.headers.get("X-RateLimit-Limit"))
                 self._reached = True
-                raw = response.content
+                return response, response.content
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 # the request never left: no connection was made
                 detail = f"could not connect ({type(exc).__name__})"
@@ -454,9 +477,6 @@ class FeedbackClient:
                 self.stats.count(resource, status)
         finally:
             self._slots.release()
-            if probing:
-                self._first_contact.release()
-        return self._classify(method, response, raw, path, params, resource, check)
 
     def _classify(
         self,

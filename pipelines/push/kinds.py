@@ -84,7 +84,6 @@ class Request:
     path: str
     body: dict[str, Any] | None = None
     params: dict[str, str] = field(default_factory=dict)
-    idempotent: bool = True
 
 
 @dataclass
@@ -436,7 +435,7 @@ class Followers(Kind):
         companies = _companies(record.fields, {f for f in record.fields if f[0] == "companies"}, {})
         if companies:
             body["companies"] = companies
-        return Request("POST", "followers", body, idempotent=False)
+        return Request("POST", "followers", body)
 
     def update(
         self, record: Record, held: Held, changes: dict[Field, tuple[Any, Any]], ctx: Context
@@ -452,7 +451,7 @@ class Followers(Kind):
         )
         if companies:
             body["companies"] = companies
-        return Request("POST", f"followers/{quote(held.idx, safe='')}", body, idempotent=True)
+        return Request("POST", f"followers/{quote(held.idx, safe='')}", body)
 
     def delete(self, idx: str, option: str) -> Request:
         return Request("DELETE", f"followers/{quote(idx, safe='')}", params={"content": option})
@@ -464,7 +463,7 @@ class Followers(Kind):
         body.pop("companies", None)
         if request.path.startswith("followers/") and not body:
             return None, had  # an update that only changed custom fields: nothing left
-        return Request(request.method, request.path, body, request.params, request.idempotent), had
+        return Request(request.method, request.path, body, request.params), had
 
 
 def _companies(
@@ -624,7 +623,7 @@ class IdeaNotes(Kind):
             "idea_idx": record.key,
             "is_private": True,
         }
-        return Request("POST", "comments", body, idempotent=False)
+        return Request("POST", "comments", body)
 
     def update(
         self, record: Record, held: Held, changes: dict[Field, tuple[Any, Any]], ctx: Context
@@ -776,7 +775,7 @@ class Announcements(Kind):
         return [] if record.fields.get(("author_idx",)) else ["author_idx is required to create"]
 
     def create(self, record: Record, ctx: Context) -> Request:
-        return Request("POST", "announcements", self._body(record, None), idempotent=False)
+        return Request("POST", "announcements", self._body(record, None))
 
     def update(
         self, record: Record, held: Held, changes: dict[Field, tuple[Any, Any]], ctx: Context
@@ -900,7 +899,7 @@ class Taxonomy(Kind):
         return None
 
     def create(self, record: Record, ctx: Context) -> Request:
-        return Request("POST", self.resource, {"name": record.fields[("name",)]}, idempotent=False)
+        return Request("POST", self.resource, {"name": record.fields[("name",)]})
 
     def update(
         self, record: Record, held: Held, changes: dict[Field, tuple[Any, Any]], ctx: Context

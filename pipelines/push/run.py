@@ -548,9 +548,19 @@ def _execute(
                 request.body,
                 params=request.params,
                 resource=f"write:{kind.resource}",
-                idempotent=request.idempotent,
+                # never sent again blindly: an update that timed out may still land, and
+                # sending it again would apply it twice. What to do is decided below
+                idempotent=False,
             )
         except OutcomeUnknown as exc:
+            if step.action != "create":
+                if not _settle_unknown_change(step, name, seq, exc, request, journal, resolver):
+                    if attempts <= ctx.client.settings.max_retries:
+                        ctx.client.wait_before_retry(attempts)
+                        continue
+                    step.outcome, step.status, step.message = "unknown", exc.status, exc.detail
+                    _failed(step, resolver)
+                return
             try:
                 found = kind.lookup(ctx, step.key, request.body)
             except ApiError as lookup_failed:
@@ -630,6 +640,35 @@ def _execute(
                 "custom attributes are disabled at the service",
             )
         return
+
+
+def _settle_unknown_change(
+    step: Step,
+    name: str,
+    seq: int,
+    exc: OutcomeUnknown,
+    request: Request,
+    journal: Journal,
+    resolver: FollowerResolver,
+) -> bool:
+    """An update or delete whose outcome is unknown: settled (True), or to be sent again.
+
+    A 2xx whose body was unreadable landed. No answer at all (a timeout, a dropped
+    connection) may still land: it is not sent again in this run, and the next run reads the
+    record and sends only what is still missing. An error answer (5xx) is sent again.
+    """
+    if exc.status is not None and 200 <= exc.status < 300:
+        note = f"landed (the service answered {exc.status}; its answer was unreadable)"
+        _confirmed(step, name, seq, step.idx, request, journal, resolver, note)
+        return True
+    if exc.status is None:
+        step.outcome, step.status = "unknown", None
+        step.message = f"{exc.detail}; not sent again now, the next run reads it and decides"
+        journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
+        _failed(step, resolver)
+        return True
+    journal.row(seq, name, step.key, step.action, "unknown", status=exc.status, message=exc.detail)
+    return False
 
 
 def _confirmed(

@@ -3,6 +3,7 @@ refusals, faults between send and journal, and validation."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -436,3 +437,35 @@ def test_modes_insert_and_update(harness: Harness, synced: Path, tmp_path: Path,
         assert counts == Counter(update=3, invalid=2), result.report()
         assert "mode update never creates" in result.report()
         assert sum(sent.values()) == 3
+
+
+def test_an_update_that_timed_out_is_not_sent_twice(harness: Harness, synced: Path) -> None:
+    """The server applies a stalled update after the client gave up on it: resending it
+    would apply it twice. The run reports it; the next run reads it back and sends nothing."""
+    rows = accounts(harness.dump())
+    write_csv(synced / "accounts.csv", rows)
+    harness.switches(
+        faults={
+            "stall_seconds": 1.0,
+            "script": [
+                {"kind": "stall", "count": 1, "path_prefix": "/v1/followers/", "method": "POST"}
+            ],
+        }
+    )
+    first = push(harness, synced, apply=True, targets=["followers"], timeout_seconds=0.5)
+    assert first.exit_code() == 1
+    (unknown,) = [s for s in first.plans[0].steps if s.outcome == "unknown"]
+    assert "not sent again now" in (unknown.message or "")
+    time.sleep(1.0)  # the stalled update lands at the server
+    updates = [r for r in writes(harness) if r["path"].startswith("/v1/followers/")]
+    assert len(updates) == 3
+    assert len({r["body_sha256"] for r in updates}) == 3  # each sent once
+    second = push(harness, synced, apply=True, targets=["followers"])
+    assert second.exit_code() == 0, second.report()
+    assert writes(harness) == []
+    after = harness.dump()
+    for row in rows[:3]:
+        company = next(
+            c for c in _follower(after, row["email"])["companies"] if c["id"] == row["company_id"]
+        )
+        assert company["monthly_spend"] == float(row["monthly_spend"])

@@ -633,8 +633,8 @@ def test_the_limit_the_service_states_paces_the_client_below_it() -> None:
         for _ in range(3):
             client.get_json("ideas", {}, resource="ideas")
         assert client._limiter.rate == pytest.approx(3.6)  # 90% of the stated limit
-    # the first answer brings the limit: from the second request on, one per 1/3.6 s
-    assert fake.sleeps == pytest.approx([1 / 3.6])
+    # the first answer brings the limit: one request per 1/3.6 s from the first on
+    assert fake.sleeps == pytest.approx([1 / 3.6, 1 / 3.6])
 
 
 def test_a_configured_rate_below_the_stated_limit_wins_and_garbage_is_ignored() -> None:

@@ -1,0 +1,162 @@
+"""``./run reliability``: the fault matrix, printed and written to ``reliability/RESULTS.md``.
+
+    ./run reliability [--kinds 429,502,...] [--rates 0.01,0.1,0.3] [--seed 7]
+                      [--output reliability/RESULTS.md]
+
+Exits 1 when any cell lost a row, held a key twice, applied a write twice, left a write
+undone, or failed without leaving the warehouse as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import platform
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from reliability.matrix import (
+    KINDS,
+    RATE_LIMIT,
+    RATES,
+    Cell,
+    push_cell,
+    rate_limit_cell,
+    sync_cells,
+    totals,
+)
+
+BEGIN = "<!-- reliability:begin (written by ./run reliability; edits inside are overwritten) -->"
+END = "<!-- reliability:end -->"
+DEFAULT_OUTPUT = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="./run reliability", description=__doc__)
+    parser.add_argument("--kinds", default=",".join(KINDS), help="fault kinds (default: all)")
+    parser.add_argument("--rates", default=",".join(f"{r:g}" for r in RATES))
+    parser.add_argument("--seed", type=int, default=7, help="sandbox data and fault draws")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    args = parser.parse_args(argv)
+    kinds = _csv(args.kinds)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        parser.error(f"--kinds: unknown {', '.join(unknown)}; known: {', '.join(KINDS)}")
+    try:
+        rates = [float(r) for r in _csv(args.rates)]
+    except ValueError:
+        parser.error(f"--rates: not a comma-separated list of numbers: {args.rates!r}")
+    if not rates or not all(0 < r <= 1 for r in rates):
+        parser.error(f"--rates: each rate must be in (0, 1], got {args.rates!r}")
+    # retries are logged as warnings by design; hundreds of them would bury the progress
+    logging.getLogger("feedback_sync").setLevel(logging.ERROR)
+
+    started = time.perf_counter()
+    cells: list[Cell] = []
+    total = len(kinds) * len(rates)
+    with tempfile.TemporaryDirectory(prefix="feedback-reliability-") as tmp:
+        for n, (kind, rate) in enumerate(((k, r) for k in kinds for r in rates), 1):
+            print(f"[{n}/{total}] {kind} at {rate:.0%} ...", flush=True)
+            where = Path(tmp) / f"{kind}-{rate:g}"
+            for cell in [
+                *sync_cells(kind, rate, args.seed, where / "sync"),
+                push_cell(kind, rate, args.seed, where / "push"),
+            ]:
+                cells.append(cell)
+                print(f"    {_line(cell)}", flush=True)
+        print("rate limit ...", flush=True)
+        limited, busiest = rate_limit_cell(args.seed, Path(tmp) / "rate-limit")
+        print(f"    {_line(limited)}; busiest second at the server: {busiest:g} requests")
+    seconds = time.perf_counter() - started
+    report = render(cells, limited, busiest, seconds, args)
+    _write(args.output, report)
+    print(report)
+    print(f"written to {args.output}")
+    wrong = [c for c in [*cells, limited] if not c.ok] or busiest > RATE_LIMIT
+    return 1 if wrong else 0
+
+
+def _line(cell: Cell) -> str:
+    figures = (
+        f"{cell.check}: {cell.outcome} ({cell.requests} requests, {cell.faults} faults, "
+        f"{cell.seconds:.1f} s"
+    )
+    if cell.check == "push":
+        figures += f", {cell.runs} run(s), {cell.writes} writes, {cell.writes_twice} twice"
+        figures += f", {cell.writes_lost} lost"
+    else:
+        figures += f", {cell.rows_compared} rows, {cell.rows_lost} lost"
+        figures += f", {cell.duplicates} duplicates"
+    figures += ")"
+    return figures + (f": {cell.message}" if cell.message and not cell.ok else "")
+
+
+def render(
+    cells: list[Cell], limited: Cell, busiest: float, seconds: float, args: argparse.Namespace
+) -> str:
+    t = totals(cells)
+    lines = [
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
+        f"{seconds / 60:.1f} min: `./run reliability --kinds {args.kinds} --rates {args.rates} "
+        f"--seed {args.seed}`.",
+        "",
+        "| fault | rate | full sync | normal sync | push (runs) | requests | faults served "
+        "| rows compared | rows lost | duplicates | writes applied | sent twice | writes lost |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    by_cell: dict[tuple[str, float], dict[str, Cell]] = {}
+    for cell in cells:
+        by_cell.setdefault((cell.kind, cell.rate), {})[cell.check] = cell
+    for (kind, rate), row in by_cell.items():
+        full, normal, push = row["full sync"], row["normal sync"], row["push"]
+        group = [full, normal, push]
+        lines.append(
+            f"| `{kind}` | {rate:.0%} | {full.outcome} | {normal.outcome} "
+            f"| {push.outcome} ({push.runs}) | {sum(c.requests for c in group):,} "
+            f"| {sum(c.faults for c in group):,} "
+            f"| {full.rows_compared + normal.rows_compared:,} "
+            f"| {full.rows_lost + normal.rows_lost} | {sum(c.duplicates for c in group)} "
+            f"| {push.writes} | {push.writes_twice} | {push.writes_lost} |"
+        )
+    lines += [
+        "",
+        f"**Totals**: {t['cells']} checks, {t['equal']} equal to the ground truth, "
+        f"{t['failed cleanly']} failed cleanly (warehouse and state as before), "
+        f"{t['wrong']} wrong; {t['requests']:,} requests, {t['faults']:,} faults served; "
+        f"{t['rows compared']:,} rows compared, **{t['rows lost']} lost**, "
+        f"{t['rows unexpected']} unexpected, **{t['duplicates']} duplicates**; "
+        f"{t['writes']:,} writes applied, **{t['writes sent twice']} sent twice**, "
+        f"**{t['writes lost']} lost**.",
+        "",
+        f"**Rate limit**: a full sync against a server allowing {RATE_LIMIT:g} requests per "
+        f"second (the client not told, it reads `X-RateLimit-Limit`): {limited.outcome}, "
+        f"{limited.requests:,} requests in {limited.seconds:.1f} s, busiest second at the "
+        f"server **{busiest:g} requests**.",
+    ]
+    failures = [c for c in cells if c.message]
+    if failures:
+        lines += ["", "Messages of runs that failed (each cell's last):", ""]
+        lines += [f"- `{c.kind}` {c.rate:.0%} {c.check}: {c.message}" for c in failures]
+    return "\n".join(lines)
+
+
+def _write(path: Path, report: str) -> None:
+    block = f"{BEGIN}\n{report}\n{END}"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = f"# Reliability: the fault matrix\n\n{block}\n"
+    path.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
