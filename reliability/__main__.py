@@ -1,7 +1,7 @@
-"""``./run reliability``: the fault matrix, printed and written to ``reliability/RESULTS.md``.
+"""``./run reliability``: the fault matrix, printed and written into the README's section.
 
     ./run reliability [--kinds 429,502,...] [--rates 0.01,0.1,0.3] [--seed 7]
-                      [--output reliability/RESULTS.md]
+                      [--output README.md]
 
 Exits 1 when any cell lost a row, held a key twice, applied a write twice, left a write
 undone, or failed without leaving the warehouse as it was.
@@ -23,6 +23,7 @@ from reliability.matrix import (
     RATE_LIMIT,
     RATES,
     Cell,
+    exhausted_cell,
     push_cell,
     rate_limit_cell,
     sync_cells,
@@ -31,7 +32,7 @@ from reliability.matrix import (
 
 BEGIN = "<!-- reliability:begin (written by ./run reliability; edits inside are overwritten) -->"
 END = "<!-- reliability:end -->"
-DEFAULT_OUTPUT = Path(__file__).resolve().parent / "RESULTS.md"
+DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def _csv(text: str) -> list[str]:
@@ -71,15 +72,22 @@ def main(argv: list[str]) -> int:
             ]:
                 cells.append(cell)
                 print(f"    {_line(cell)}", flush=True)
+        exhausted = []
+        for kind in kinds:
+            print(f"{kind} at 100%, 2 retries ...", flush=True)
+            cell = exhausted_cell(kind, args.seed, Path(tmp) / f"{kind}-exhausted")
+            exhausted.append(cell)
+            print(f"    {_line(cell)}: {cell.message}", flush=True)
         print("rate limit ...", flush=True)
         limited, busiest = rate_limit_cell(args.seed, Path(tmp) / "rate-limit")
         print(f"    {_line(limited)}; busiest second at the server: {busiest:g} requests")
     seconds = time.perf_counter() - started
-    report = render(cells, limited, busiest, seconds, args)
+    report = render(cells, exhausted, limited, busiest, seconds, args)
     _write(args.output, report)
     print(report)
     print(f"written to {args.output}")
     wrong = [c for c in [*cells, limited] if not c.ok] or busiest > RATE_LIMIT
+    wrong = wrong or [c for c in exhausted if c.outcome != "failed cleanly"]
     return 1 if wrong else 0
 
 
@@ -99,7 +107,12 @@ def _line(cell: Cell) -> str:
 
 
 def render(
-    cells: list[Cell], limited: Cell, busiest: float, seconds: float, args: argparse.Namespace
+    cells: list[Cell],
+    exhausted: list[Cell],
+    limited: Cell,
+    busiest: float,
+    seconds: float,
+    args: argparse.Namespace,
 ) -> str:
     t = totals(cells)
     lines = [
@@ -108,7 +121,8 @@ def render(
         f"--seed {args.seed}`.",
         "",
         "| fault | rate | full sync | normal sync | push (runs) | requests | faults served "
-        "| rows compared | rows lost | duplicates | writes applied | sent twice | writes lost |",
+        "| rows compared | rows lost | duplicates | writes applied | sent twice "
+        "| writes lost |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_cell: dict[tuple[str, float], dict[str, Cell]] = {}
@@ -135,6 +149,18 @@ def render(
         f"{t['writes']:,} writes applied, **{t['writes sent twice']} sent twice**, "
         f"**{t['writes lost']} lost**.",
         "",
+        "**Retries that run out** (every request meets the fault, 2 retries, after a clean "
+        "full sync and seeded creates): the normal sync must fail with one line, leave the "
+        "warehouse and its state exactly as they were, and the next run, faults gone, must end "
+        "equal to the ground truth:",
+        "",
+        "| fault | outcome | requests | the one line |",
+        "|---|---|---|---|",
+        *[
+            f"| `{c.kind}` | {c.outcome} | {c.requests} | {c.message.replace('|', '/')} |"
+            for c in exhausted
+        ],
+        "",
         f"**Rate limit**: a full sync against a server allowing {RATE_LIMIT:g} requests per "
         f"second (the client not told, it reads `X-RateLimit-Limit`): {limited.outcome}, "
         f"{limited.requests:,} requests in {limited.seconds:.1f} s, busiest second at the "
@@ -142,7 +168,7 @@ def render(
     ]
     failures = [c for c in cells if c.message]
     if failures:
-        lines += ["", "Messages of runs that failed (each cell's last):", ""]
+        lines += ["", "Runs that ended with rows to settle or failed (each cell's last):", ""]
         lines += [f"- `{c.kind}` {c.rate:.0%} {c.check}: {c.message}" for c in failures]
     return "\n".join(lines)
 
@@ -150,12 +176,10 @@ def render(
 def _write(path: Path, report: str) -> None:
     block = f"{BEGIN}\n{report}\n{END}"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = f"# Reliability: the fault matrix\n\n{block}\n"
-    path.write_text(text, encoding="utf-8")
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{path} has no {BEGIN} ... {END} block to write the figures into")
+    head, rest = text.split(BEGIN, 1)
+    path.write_text(head + block + rest.split(END, 1)[1], encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -117,6 +117,25 @@ def sync_cells(kind: str, rate: float, seed: int, workdir: Path) -> list[Cell]:
     return [full, normal]
 
 
+def exhausted_cell(kind: str, seed: int, workdir: Path) -> Cell:
+    """Retries that run out: after a clean full sync and seeded creates, every request
+    meets ``kind`` and the client gives up after 2 retries. The run must fail with one line
+    and leave the warehouse (and its saved state) exactly as it was."""
+    with _sandbox(seed, workdir) as harness:
+        harness.sync(full=True)
+        harness.mutate(seed=seed, counts=CHANGES)
+        _faults(harness, kind, 1.0, seed)
+        harness.overrides["max_retries"] = 2
+        cell = _sync_cell(harness, "retries run out", kind, 1.0, full=False)
+        # and the next run, faults gone, recovers by itself
+        harness.switches(faults={"rate": 0.0})
+        recovered = _sync_cell(harness, "after", kind, 0.0, full=False)
+    if cell.outcome == "failed cleanly" and recovered.outcome != "equal":
+        cell.outcome = f"the next run did not recover: {recovered.outcome}"
+    cell.rows_compared = recovered.rows_compared
+    return cell
+
+
 def _sync_cell(harness: Harness, check: str, kind: str, rate: float, *, full: bool) -> Cell:
     cell = Cell(check, kind, rate)
     before = fingerprint(harness)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reliability.matrix import RATE_LIMIT, push_cell, rate_limit_cell, sync_cells
+from reliability.matrix import RATE_LIMIT, exhausted_cell, push_cell, rate_limit_cell, sync_cells
 
 MIXED = "429_bare+502+stall+drop+truncate"
 
@@ -30,3 +30,10 @@ def test_a_rate_limited_server_is_never_asked_faster_than_its_limit(tmp_path: Pa
     assert cell.outcome == "equal", cell
     assert cell.requests > 2 * RATE_LIMIT  # long enough for the pace to matter
     assert busiest <= RATE_LIMIT
+
+
+def test_retries_that_run_out_fail_in_one_line_and_change_nothing(tmp_path: Path) -> None:
+    cell = exhausted_cell("502", 3, tmp_path)
+    assert cell.outcome == "failed cleanly", cell
+    assert "gave up after 3 attempts" in cell.message and "\n" not in cell.message
+    assert cell.rows_compared > 400  # the next run, faults gone, ended equal
