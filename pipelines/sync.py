@@ -225,9 +225,8 @@ def run_sync(
     journal.write(load_id, result.complete, settings.delete_mode, target.is_parquet)
     if after_extract is not None:
         after_extract(pipeline)
-    print("sync: normalizing and loading ...", file=out, flush=True)
     with result.timed("load"):
-        normalize_info, _ = _normalize_and_load(pipeline)
+        normalize_info, _ = _normalize_and_load(pipeline, out)
         result.rows_loaded = {
             table: count
             for table, count in normalize_info.row_counts.items()
@@ -236,6 +235,12 @@ def run_sync(
         if load_id is not None:
             _add(result.rows_removed, replace_children(pipeline, load_id))
         if load_id is not None and result.complete:
+            print(
+                f"sync: removing rows the service no longer has ({', '.join(result.complete)}) "
+                "...",
+                file=out,
+                flush=True,
+            )
             _add(
                 result.rows_removed,
                 reconcile(pipeline, load_id, result.complete, settings.delete_mode),
@@ -298,7 +303,7 @@ def _add(totals: dict[str, int], counts: dict[str, int]) -> None:
         totals[table] = totals.get(table, 0) + count
 
 
-def _normalize_and_load(pipeline: Pipeline) -> tuple[Any, Any]:
+def _normalize_and_load(pipeline: Pipeline, out: IO[str] | None = None) -> tuple[Any, Any]:
     """Normalizes and loads; a package dlt gives up on for good does not stay behind.
 
     The state saved at extract (new cursors) travels in the package. A load job that fails
@@ -314,7 +319,11 @@ def _normalize_and_load(pipeline: Pipeline) -> tuple[Any, Any]:
             warehouse says which, and its reason.
     """
     try:
+        if out is not None:
+            print("sync: normalizing ...", file=out, flush=True)
         info = pipeline.normalize()
+        if out is not None:
+            print("sync: loading ...", file=out, flush=True)
         loaded = pipeline.load()
     except Exception as exc:
         if not pipeline.has_pending_data:

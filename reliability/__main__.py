@@ -1,10 +1,11 @@
 """``./run reliability``: the fault matrix, printed and written into the README's section.
 
     ./run reliability [--kinds 429,502,...] [--rates 0.01,0.1,0.3] [--seed 7]
-                      [--output README.md]
+                      [--kills 60] [--kill-scale tiny] [--output README.md]
 
 Exits 1 when any cell lost a row, held a key twice, applied a write twice, left a write
-undone, or failed without leaving the warehouse as it was.
+undone, or failed without leaving the warehouse as it was, or when a run killed with SIGKILL
+(``reliability/kills.py``) did not recover the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from reliability.kills import STAGES, Campaign, run_campaign
 from reliability.matrix import (
     KINDS,
     RATE_LIMIT,
@@ -44,6 +46,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--kinds", default=",".join(KINDS), help="fault kinds (default: all)")
     parser.add_argument("--rates", default=",".join(f"{r:g}" for r in RATES))
     parser.add_argument("--seed", type=int, default=7, help="sandbox data and fault draws")
+    parser.add_argument("--kills", type=int, default=60, help="SIGKILLs (0: none)")
+    parser.add_argument("--kill-scale", default="tiny", help="the sandbox's data for them")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
     kinds = _csv(args.kinds)
@@ -81,13 +85,26 @@ def main(argv: list[str]) -> int:
         print("rate limit ...", flush=True)
         limited, busiest = rate_limit_cell(args.seed, Path(tmp) / "rate-limit")
         print(f"    {_line(limited)}; busiest second at the server: {busiest:g} requests")
+        campaign = None
+        if args.kills > 0:
+            print(f"SIGKILL campaign: {args.kills} kills at {args.kill_scale} ...", flush=True)
+            campaign = run_campaign(
+                args.kills,
+                seed=args.seed,
+                scale=args.kill_scale,
+                workdir=Path(tmp) / "kills",
+                progress=lambda line: print(f"    {line}", flush=True),
+            )
     seconds = time.perf_counter() - started
     report = render(cells, exhausted, limited, busiest, seconds, args)
-    _write(args.output, report)
+    if campaign is not None:
+        report += "\n\n" + render_campaign(campaign, args)
     print(report)
+    _write(args.output, report)
     print(f"written to {args.output}")
     wrong = [c for c in [*cells, limited] if not c.ok] or busiest > RATE_LIMIT
     wrong = wrong or [c for c in exhausted if c.outcome != "failed cleanly"]
+    wrong = wrong or (campaign is not None and not campaign.ok)
     return 1 if wrong else 0
 
 
@@ -170,6 +187,37 @@ def render(
     if failures:
         lines += ["", "Runs that ended with rows to settle or failed (each cell's last):", ""]
         lines += [f"- `{c.kind}` {c.rate:.0%} {c.check}: {c.message}" for c in failures]
+    return "\n".join(lines)
+
+
+def render_campaign(campaign: Campaign, args: argparse.Namespace) -> str:
+    spread = campaign.distribution()
+    rounds = campaign.rounds
+    lines = [
+        f"**SIGKILL campaign** ({args.kill_scale} data, {campaign.seconds / 60:.1f} min): "
+        f"{len(campaign.kills)} kills in {len(rounds)} rounds (a run that finished before its "
+        "kill is not counted), each followed by the same command, which must exit 0:",
+        "",
+        "| stage killed | kills | reruns failed | keys lost | keys twice | writes twice "
+        "| writes left |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for stage in STAGES:
+        hit = [r for r in rounds if r.stage == stage]
+        lines.append(
+            f"| {stage} | {spread[stage]} | {sum(not r.rerun_ok for r in hit)} "
+            f"| {sum(r.lost for r in hit)} | {sum(r.duplicates for r in hit)} "
+            f"| {sum(r.writes_twice for r in hit)} | {sum(r.writes_lost for r in hit)} |"
+        )
+    verdict = "equal" if campaign.final_equal else f"NOT equal: {campaign.final_problems}"
+    lines += [
+        "",
+        f"Then a `--full` sync: {verdict} to the ground truth ({campaign.rows_compared:,} rows "
+        "compared).",
+    ]
+    wrong = [r for r in rounds if not r.ok]
+    if wrong:
+        lines += ["", *[f"- round {r.number} ({r.stage}): {r.message}" for r in wrong]]
     return "\n".join(lines)
 
 

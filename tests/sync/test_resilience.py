@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import logging
-import os
-import random
-import signal
-import subprocess
 import sys
-import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,9 +12,7 @@ import pytest
 
 from pipelines.failures import causes, explain
 from pipelines.feedback.errors import ApiError, RetriesExhausted
-from sandbox.app import create_app
-from sandbox.server import serve_in_thread
-from tests.sync.harness import COLUMNS, Harness, Intercept, error
+from tests.sync.harness import Harness, Intercept, error
 
 
 class Crash(Exception):
@@ -135,76 +127,6 @@ CLI = [sys.executable, "-m", "pipelines.cli"]
 
 
 @pytest.mark.slow
-def test_killed_at_random_moments_then_rerun_equals_truth(tmp_path: Path) -> None:
-    """SIGKILL a real sync process at random moments (extract, normalize, load), rerun."""
-    app = create_app("demo", 3, api_key="kill-test-key")
-    with serve_in_thread(app) as server:
-        env = {
-            **os.environ,
-            "SOURCES__FEEDBACK__BASE_URL": server.base_url,
-            "SOURCES__FEEDBACK__API_KEY": server.api_key,
-            "SOURCES__FEEDBACK__PAGE_SIZE": "50",
-        }
-        command = [
-            *CLI,
-            "sync",
-            "--pipelines-dir",
-            str(tmp_path / "pipelines"),
-            "--destination",
-            "duckdb",
-        ]
-        env["DESTINATION__DUCKDB__CREDENTIALS"] = str(tmp_path / "warehouse.duckdb")
-        rng = random.Random(20261121)
-        control = httpx.Client(base_url=f"{server.root_url}/_sandbox", timeout=60)
-        kills = 0
-        for round_ in range(12):
-            if kills >= 4 and round_ >= 6:
-                break  # enough kills (a fast machine finishes some runs before the kill)
-            if round_ % 2:
-                control.post("/mutate", json={"seed": round_, "fraction": 0.01})
-            full = ["--full"] if round_ == 3 else []
-            process = subprocess.Popen(
-                command + full, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
-            time.sleep(rng.uniform(1.5, 5.0))
-            if process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-                kills += 1
-            process.wait()
-        assert kills >= 4, "the runs ended before they could be killed: make them longer"
-        harness = Harness(server, tmp_path)
-        try:
-            # a normal run after the kills: nothing new is lost, nothing is there twice
-            done = subprocess.run(command, env=env, capture_output=True, text=True)
-            assert done.returncode == 0, done.stderr
-            truth = _dump(control)
-            for con in harness.connect():
-                for table in ("followers", "comments"):
-                    landed = {
-                        r[0] for r in con.execute(f"select idx from feedback.{table}").fetchall()
-                    }
-                    assert {row["idx"] for row in truth[table]} <= landed, table
-                for table in COLUMNS:
-                    key = "idx" if "__" not in table else f"{COLUMNS[table][0]}, _dlt_list_idx"
-                    assert con.execute(
-                        f'select count(*) - count(distinct ({key})) from feedback."{table}"'
-                    ).fetchone() == (0,), table
-            # and a full run is exact
-            done = subprocess.run([*command, "--full"], env=env, capture_output=True, text=True)
-            assert done.returncode == 0, done.stderr
-            harness.assert_equals_truth(truth)
-        finally:
-            harness.close()
-            control.close()
-
-
-def _dump(control: httpx.Client) -> dict[str, Any]:
-    response = control.get("/dump")
-    response.raise_for_status()
-    data: dict[str, Any] = response.json()
-    return data
-
-
 def test_a_crash_between_load_and_reconcile_is_finished_by_the_next_run(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
