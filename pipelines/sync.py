@@ -236,8 +236,7 @@ def run_sync(
             _add(result.rows_removed, replace_children(pipeline, load_id))
         if load_id is not None and result.complete:
             print(
-                f"sync: removing rows the service no longer has ({', '.join(result.complete)}) "
-                "...",
+                f"sync: removing rows the service no longer has ({', '.join(result.complete)}) ...",
                 file=out,
                 flush=True,
             )
