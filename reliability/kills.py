@@ -18,7 +18,6 @@ must equal the ground truth row by row.
 
 from __future__ import annotations
 
-import io
 import os
 import queue
 import random
@@ -34,9 +33,8 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.push.kinds import marked_key
-from pipelines.push.run import run_push
 from pipelines.push.settings import PushSettings
+from reliability.matrix import push_aftermath
 from sandbox.app import create_app
 from sandbox.server import RunningSandbox, serve_in_thread
 from tests.push.helpers import BOT, accounts, write_csv
@@ -55,7 +53,6 @@ MARKERS = (
 )
 KEY = "kill-campaign-key-7d1e"
 CLI = [sys.executable, "-m", "pipelines.cli"]
-_NOT_APPLIED = {"429", "429_bare", "500", "502", "503"}
 
 
 @dataclass
@@ -294,34 +291,11 @@ def _check_keys(harness: Harness, round_: Round) -> None:
 
 def _check_push(harness: Harness, round_: Round, workdir: Path) -> None:
     """Nothing left to send, nothing twice at the server, no write applied twice."""
-    log = harness.requests()
-    applied = Counter(
-        (r["method"], r["path"], r["body_sha256"])
-        for r in log
-        if r["method"] in ("POST", "PUT", "PATCH", "DELETE")
-        and r["fault"] not in _NOT_APPLIED
-        and r["status"] is not None
-        and r["status"] < 300
+    settings = PushSettings(curated_dir=workdir / "curated", note_author_email=BOT)
+    _, round_.writes_twice, round_.writes_lost, doubled = push_aftermath(
+        harness, harness.requests(), settings
     )
-    round_.writes_twice = sum(n - 1 for n in applied.values() if n > 1)
-    preview = run_push(
-        harness.target(),
-        targets=["followers", "idea_notes"],
-        settings=harness.settings(),
-        push_settings=PushSettings(curated_dir=workdir / "curated", note_author_email=BOT),
-        out=io.StringIO(),
-    )
-    left = preview.totals()
-    round_.writes_lost = sum(left[action] for action in ("create", "update", "delete", "held"))
-    dump = harness.dump()
-    notes = Counter(
-        marked_key(c["message"], "idea_notes")
-        for c in dump["comments"]
-        if marked_key(c["message"], "idea_notes")
-    )
-    emails = Counter(f["email"].lower() for f in dump["followers"])
-    round_.duplicates += sum(n - 1 for n in notes.values() if n > 1)
-    round_.duplicates += sum(n - 1 for n in emails.values() if n > 1)
+    round_.duplicates += doubled
 
 
 def _line(round_: Round, kills: int, wanted: int) -> str:

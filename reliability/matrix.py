@@ -245,39 +245,49 @@ def push_cell(kind: str, rate: float, seed: int, workdir: Path) -> Cell:
         harness.switches(faults={"rate": 0.0})
         cell.requests = len(log)
         cell.faults = sum(1 for r in log if r["fault"])
-        applied = Counter(
-            (r["method"], r["path"], r["body_sha256"])
-            for r in log
-            if r["method"] in _WRITES
-            and r["fault"] not in _NOT_APPLIED
-            and r["status"] is not None
-            and r["status"] < 300
-        )
-        cell.writes = sum(applied.values())
-        cell.writes_twice = sum(n - 1 for n in applied.values() if n > 1)
-        # with faults off, nothing may be left to do: a preview plans no change
-        check = run_push(
-            harness.target(),
-            targets=["followers", "idea_notes"],
-            settings=harness.settings(),
-            push_settings=settings,
-            out=io.StringIO(),
-        )
-        left = check.totals()
-        cell.writes_lost = sum(left[action] for action in ("create", "update", "delete", "held"))
-        dump = harness.dump()
-        keys = Counter(
-            marked_key(c["message"], "idea_notes")
-            for c in dump["comments"]
-            if marked_key(c["message"], "idea_notes")
-        )
-        emails = Counter(f["email"].lower() for f in dump["followers"])
-        cell.duplicates = sum(n - 1 for n in keys.values() if n > 1)
-        cell.duplicates += sum(n - 1 for n in emails.values() if n > 1)
+        after = push_aftermath(harness, log, settings)
+        cell.writes, cell.writes_twice, cell.writes_lost, cell.duplicates = after
     cell.message = messages[-1] if messages else ""
     problems = cell.writes_twice or cell.writes_lost or cell.duplicates
     cell.outcome = "equal" if not problems else "writes lost or sent twice"
     return cell
+
+
+def push_aftermath(
+    harness: Harness, log: list[dict[str, Any]], settings: PushSettings
+) -> tuple[int, int, int, int]:
+    """After pushes (faults off now): ``(writes applied, applied twice, left to send,
+    objects twice at the server)``. Applied: a write the API acted on (no fault answered
+    in its place, a 2xx status), keyed by method, path and body hash."""
+    applied = Counter(
+        (r["method"], r["path"], r["body_sha256"])
+        for r in log
+        if r["method"] in _WRITES
+        and r["fault"] not in _NOT_APPLIED
+        and r["status"] is not None
+        and r["status"] < 300
+    )
+    twice = sum(n - 1 for n in applied.values() if n > 1)
+    # nothing may be left to do: a preview plans no change
+    preview = run_push(
+        harness.target(),
+        targets=["followers", "idea_notes"],
+        settings=harness.settings(),
+        push_settings=settings,
+        out=io.StringIO(),
+    )
+    left = preview.totals()
+    lost = sum(left[action] for action in ("create", "update", "delete", "held"))
+    dump = harness.dump()
+    notes = Counter(
+        marked_key(c["message"], "idea_notes")
+        for c in dump["comments"]
+        if marked_key(c["message"], "idea_notes")
+    )
+    emails = Counter(f["email"].lower() for f in dump["followers"])
+    doubled = sum(n - 1 for n in notes.values() if n > 1)
+    doubled += sum(n - 1 for n in emails.values() if n > 1)
+    return sum(applied.values()), twice, lost, doubled
 
 
 def rate_limit_cell(seed: int, workdir: Path) -> tuple[Cell, float]:

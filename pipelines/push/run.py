@@ -554,12 +554,9 @@ def _execute(
             )
         except OutcomeUnknown as exc:
             if step.action != "create":
-                if not _settle_unknown_change(step, name, seq, exc, request, journal, resolver):
-                    if attempts <= ctx.client.settings.max_retries:
-                        ctx.client.wait_before_retry(attempts)
-                        continue
-                    step.outcome, step.status, step.message = "unknown", exc.status, exc.detail
-                    _failed(step, resolver)
+                settled = _settle_unknown_change(step, name, seq, exc, request, journal, resolver)
+                if not settled and _again(step, exc, attempts, ctx.client, resolver):
+                    continue
                 return
             try:
                 found = kind.lookup(ctx, step.key, request.body)
@@ -595,11 +592,8 @@ def _execute(
             journal.row(
                 seq, name, step.key, step.action, "absent", status=exc.status, message=exc.detail
             )
-            if attempts <= ctx.client.settings.max_retries:
-                ctx.client.wait_before_retry(attempts)
+            if _again(step, exc, attempts, ctx.client, resolver):
                 continue
-            step.outcome, step.status, step.message = "unknown", exc.status, exc.detail
-            _failed(step, resolver)
             return
         except NotFound as exc:
             if step.action == "delete":
@@ -640,6 +634,23 @@ def _execute(
                 "custom attributes are disabled at the service",
             )
         return
+
+
+def _again(
+    step: Step,
+    exc: OutcomeUnknown,
+    attempts: int,
+    client: FeedbackClient,
+    resolver: FollowerResolver,
+) -> bool:
+    """After a write that did not land: True once it has waited to send it again; False
+    when the attempts are used up (the step is then reported as unknown)."""
+    if attempts <= client.settings.max_retries:
+        client.wait_before_retry(attempts)
+        return True
+    step.outcome, step.status, step.message = "unknown", exc.status, exc.detail
+    _failed(step, resolver)
+    return False
 
 
 def _settle_unknown_change(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reliability.kills import STAGES, run_campaign
 from reliability.matrix import RATE_LIMIT, exhausted_cell, push_cell, rate_limit_cell, sync_cells
 
 MIXED = "429_bare+502+stall+drop+truncate"
@@ -39,13 +38,3 @@ def test_retries_that_run_out_fail_in_one_line_and_change_nothing(tmp_path: Path
     assert "gave up after 3 attempts" in cell.message and "\n" not in cell.message
     assert cell.rows_compared > 400  # the next run, faults gone, ended equal
 
-
-def test_a_run_killed_in_each_stage_is_recovered_by_the_next(tmp_path: Path) -> None:
-    """SIGKILL in extract, normalize, load, reconcile, models and push, one each (the
-    whole campaign: ./run reliability); the same command again recovers every time."""
-    campaign = run_campaign(6, seed=5, scale="tiny", workdir=tmp_path)
-    assert campaign.distribution() == dict.fromkeys(STAGES, 1), campaign.rounds
-    for round_ in campaign.rounds:
-        assert round_.ok, round_
-    assert campaign.final_equal, campaign.final_problems
-    assert campaign.rows_compared > 400
