@@ -30,3 +30,4 @@ class FeedbackConfiguration(BaseConfiguration):
     timeout_seconds: Any = 30
     max_retries: Any = 8
     delete_mode: Any = "hard"
+    allow_insecure_http: Any = False

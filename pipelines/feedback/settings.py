@@ -8,6 +8,7 @@ message that names the setting.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,6 +84,13 @@ class FeedbackSettings:
             )
         if parts.query or parts.fragment:
             raise ConfigError(f"{describe('base_url')} must not carry a query or fragment")
+        insecure_ok = _flag(raw.get("allow_insecure_http", False), "allow_insecure_http")
+        if parts.scheme == "http" and not insecure_ok and not _is_loopback(parts.hostname):
+            raise ConfigError(
+                f"{describe('base_url')} is plain http:// to {parts.hostname}, not this "
+                "machine: the API key would cross the network unencrypted. Use https://, or "
+                f"set {describe('allow_insecure_http')} to true"
+            )
         api_key = _text(raw.get("api_key"), "api_key", secret=True)
         auth_method = _text(raw.get("auth_method", "bearer"), "auth_method").lower()
         if auth_method not in AUTH_METHODS:
@@ -130,6 +138,26 @@ def _text(value: Any, name: str, *, secret: bool = False) -> str:
     if secret and (value != value.strip() or any(c in value for c in "\r\n")):
         raise ConfigError(f"{describe(name)} has surrounding whitespace or a line break")
     return value.strip()
+
+
+def _flag(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise ConfigError(f"{describe(name)} must be true or false, got {value!r}")
+
+
+def _is_loopback(host: str | None) -> bool:
+    """This machine: ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host is None:
+        return False
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _int(value: Any, name: str, low: int, high: int) -> int:

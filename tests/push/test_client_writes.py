@@ -23,7 +23,7 @@ def client(answers: list[httpx.Response | Exception], seen: list[httpx.Request])
             raise answer
         return answer
 
-    settings = FeedbackSettings.validate(base_url="http://api.test/v1", api_key=KEY, max_retries=3)
+    settings = FeedbackSettings.validate(base_url="https://api.test/v1", api_key=KEY, max_retries=3)
     return FeedbackClient(settings, transport=httpx.MockTransport(handler), sleep=lambda s: None)
 
 
@@ -84,7 +84,7 @@ def test_an_update_is_retried_like_a_read() -> None:
 
 def test_refusals_are_not_retried_and_name_the_method() -> None:
     seen: list[httpx.Request] = []
-    with pytest.raises(ApiError, match=r"POST http://api.test/v1/followers failed \(HTTP 403\)"):
+    with pytest.raises(ApiError, match=r"POST https://api.test/v1/followers failed \(HTTP 403\)"):
         client([error(403)], seen).send_json(
             "POST", "followers", {}, resource="w", idempotent=False
         )

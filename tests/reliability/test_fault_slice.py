@@ -37,4 +37,3 @@ def test_retries_that_run_out_fail_in_one_line_and_change_nothing(tmp_path: Path
     assert cell.outcome == "failed cleanly", cell
     assert "gave up after 3 attempts" in cell.message and "\n" not in cell.message
     assert cell.rows_compared > 400  # the next run, faults gone, ended equal
-

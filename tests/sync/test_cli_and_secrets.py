@@ -142,11 +142,43 @@ def test_wrong_key_exits_1_with_one_readable_line(
     assert "Traceback" not in done.stderr and "not-the-key" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("url", "allowed", "refused"),
+    [
+        ("http://feedback.example.com/v1", None, True),
+        ("http://10.0.0.5:8000/v1", None, True),
+        ("http://feedback.example.com/v1", "true", False),
+        ("http://127.0.0.1:8000/v1", None, False),
+        ("http://localhost:8000/v1", None, False),
+        ("http://[::1]:8000/v1", None, False),
+        ("https://feedback.example.com/v1", None, False),
+    ],
+)
+def test_plain_http_to_another_machine_is_refused_unless_allowed(
+    url: str, allowed: str | None, refused: bool
+) -> None:
+    extra = {} if allowed is None else {"allow_insecure_http": allowed}
+    if not refused:
+        assert FeedbackSettings.validate(base_url=url, api_key="k", **extra).base_url == url
+        return
+    with pytest.raises(ConfigError) as failure:
+        FeedbackSettings.validate(base_url=url, api_key="k", **extra)
+    message = str(failure.value)
+    assert "unencrypted" in message and "SOURCES__FEEDBACK__ALLOW_INSECURE_HTTP" in message
+
+
+def test_allow_insecure_http_must_be_a_flag() -> None:
+    with pytest.raises(ConfigError, match=r"ALLOW_INSECURE_HTTP.*true or false"):
+        FeedbackSettings.validate(
+            base_url="http://feedback.example.com/v1", api_key="k", allow_insecure_http="yes"
+        )
+
+
 def test_settings_repr_hides_the_key() -> None:
-    settings = FeedbackSettings.validate(base_url="http://x/v1", api_key="hush-123")
+    settings = FeedbackSettings.validate(base_url="https://x/v1", api_key="hush-123")
     assert "hush-123" not in repr(settings) and "hush-123" not in str(settings)
     with pytest.raises(ConfigError) as failure:
-        FeedbackSettings.validate(base_url="http://x/v1", api_key=" hush-123\n")
+        FeedbackSettings.validate(base_url="https://x/v1", api_key=" hush-123\n")
     assert "hush-123" not in str(failure.value)
 
 

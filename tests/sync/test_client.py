@@ -37,7 +37,7 @@ from pipelines.feedback.errors import (
 )
 from pipelines.feedback.settings import FeedbackSettings
 
-BASE = "http://api.test/v1"
+BASE = "https://api.test/v1"
 KEY = "sekret-key-123"
 OK_BODY = {"data": [{"idx": "flw_1"}], "pagination": {"total": 1}}
 

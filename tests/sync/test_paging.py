@@ -30,7 +30,7 @@ from pipelines.feedback.paging import (
 )
 from pipelines.feedback.settings import FeedbackSettings
 
-BASE = "http://api.test/v1"
+BASE = "https://api.test/v1"
 KEY = "sekret-key-123"
 
 
