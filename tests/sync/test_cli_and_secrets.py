@@ -3,6 +3,7 @@ absence from everything a run leaves behind."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 from pipelines.feedback.errors import ConfigError
 from pipelines.feedback.settings import FeedbackSettings
 from sandbox.server import RunningSandbox
+from tests.push.helpers import accounts, push, write_csv
 from tests.sync.harness import Harness
 
 CLI = [sys.executable, "-m", "pipelines.cli"]
@@ -182,18 +184,30 @@ def test_settings_repr_hides_the_key() -> None:
     assert "hush-123" not in str(failure.value)
 
 
+@pytest.mark.parametrize("auth_method", ["query", "bearer", "basic"])
 def test_the_key_is_nowhere_a_run_leaves_anything(
-    harness: Harness, caplog: pytest.LogCaptureFixture
+    harness: Harness, caplog: pytest.LogCaptureFixture, tmp_path: Path, auth_method: str
 ) -> None:
     key = harness.server.api_key
     # query auth puts the key in every URL; faults make the client log retries with URLs
     harness.switches(faults={"rate": 0.1, "seed": 3, "kinds": ["500", "429", "truncate"]})
     with caplog.at_level(logging.DEBUG):
-        harness.sync(full=True, auth_method="query")
-        harness.sync(auth_method="query", destination="parquet")
+        harness.sync(full=True, auth_method=auth_method)
+        harness.sync(auth_method=auth_method, destination="parquet")
+        # the push journal lives in the warehouse: its payloads and messages too
+        write_csv(tmp_path / "curated" / "accounts.csv", accounts(harness.dump(), n=2))
+        pushed = push(harness, tmp_path / "curated", apply=True, auth_method=auth_method)
+    assert pushed.writes > 0 and key not in pushed.report()
     assert any("retry" in r.getMessage() for r in caplog.records)
-    assert key not in caplog.text and key not in harness.last_output
-    assert "api_key=***" in caplog.text
+    # the key as sent, and as the basic method's header carries it
+    encoded = base64.b64encode(f"{key}:".encode()).decode()
+    for secret in (key, encoded):
+        assert secret not in caplog.text and secret not in harness.last_output
+        for path in harness.tmp.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
+    if auth_method == "query":
+        assert "api_key=***" in caplog.text
     for path in harness.tmp.rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
