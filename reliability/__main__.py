@@ -135,7 +135,7 @@ def render(
     lines = [
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
         f"{seconds / 60:.1f} min: `./run reliability --kinds {args.kinds} --rates {args.rates} "
-        f"--seed {args.seed}`.",
+        f"--seed {args.seed} --kills {args.kills} --kill-scale {args.kill_scale}`.",
         "",
         "| fault | rate | full sync | normal sync | push (runs) | requests | faults served "
         "| rows compared | rows lost | duplicates | writes applied | sent twice "
