@@ -36,7 +36,7 @@ import random
 import re
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,6 +119,11 @@ class RateLimiter:
     states on its answers (``X-RateLimit-Limit``, requests per second): the pace is then
     ``ANNOUNCED_LIMIT_SHARE`` of it, or the configured rate when that is lower, so a run
     stays under a service's limit without being told it.
+
+    Spacing alone is not a bound: threads that slept past their slots (a busy machine, a
+    pause for garbage collection) wake together and send at once. ``admit``, called as a
+    request leaves, also holds it until fewer than ``floor(rate)`` requests left in the
+    last second, so no one second ever carries more than the pace.
     """
 
     def __init__(self, rate: float | None, clock: Callable[[], float] = time.monotonic) -> None:
@@ -129,6 +134,7 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._next = 0.0
         self._last: float | None = None  # the last slot handed out
+        self._sent: deque[float] = deque()  # when the requests of the last second left
 
     @property
     def rate(self) -> float | None:
@@ -156,6 +162,20 @@ class RateLimiter:
             self._last = slot
             self._next = slot + self._interval
             return slot - now
+
+    def admit(self) -> float:
+        """Records a request leaving now, or returns how long to wait before asking again
+        (the last second already carried ``floor(rate)`` requests)."""
+        with self._lock:
+            if not self._interval:
+                return 0.0
+            now = self._clock()
+            while self._sent and self._sent[0] <= now - 1.0:
+                self._sent.popleft()
+            if len(self._sent) < max(1, math.floor(1.0 / self._interval)):
+                self._sent.append(now)
+                return 0.0
+            return self._sent[0] + 1.0 - now
 
     def pause(self, seconds: float) -> None:
         """No request starts for ``seconds`` from now (a 429's ``Retry-After``)."""
@@ -457,6 +477,8 @@ class FeedbackClient:
         status: int | None = None
         self._slots.acquire(urgent)
         try:
+            while (wait := self._limiter.admit()) > 0:
+                self._sleep(wait)
             try:
                 response = self._http.request(
                     method, path.lstrip("/"), params=query, content=content, headers=headers

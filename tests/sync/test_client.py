@@ -637,6 +637,18 @@ def test_the_limit_the_service_states_paces_the_client_below_it() -> None:
     assert fake.sleeps == pytest.approx([1 / 3.6, 1 / 3.6])
 
 
+def test_threads_that_woke_late_together_are_held_to_the_pace_within_any_second() -> None:
+    fake = FakeTime()
+    limiter = RateLimiter(4.0, clock=fake.clock)
+    slots = [limiter.reserve() for _ in range(6)]  # spaced 0.25 s apart
+    assert slots == pytest.approx([0, 0.25, 0.5, 0.75, 1.0, 1.25])
+    fake.now += 1.3  # every thread slept past its slot and wakes now
+    assert [limiter.admit() for _ in range(4)] == [0.0] * 4
+    assert limiter.admit() == pytest.approx(1.0)  # the fifth waits a second from the first
+    fake.now += 1.0
+    assert limiter.admit() == 0.0
+
+
 def test_a_configured_rate_below_the_stated_limit_wins_and_garbage_is_ignored() -> None:
     fake = FakeTime()
     limiter = RateLimiter(2.0, clock=fake.clock)
