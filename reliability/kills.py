@@ -31,10 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
-
 from pipelines.push.settings import PushSettings
-from reliability.matrix import push_aftermath
+from reliability.matrix import keys_twice, push_aftermath
 from sandbox.app import create_app
 from sandbox.server import RunningSandbox, serve_in_thread
 from tests.push.helpers import BOT, accounts, write_csv
@@ -278,15 +276,7 @@ def _check_keys(harness: Harness, round_: Round) -> None:
         for table, keys in truth.items():
             landed = {r[0] for r in con.execute(f"select idx from feedback.{table}").fetchall()}
             round_.lost += len(keys - landed)
-        for table in COLUMNS:
-            key = "idx" if "__" not in table else f"{COLUMNS[table][0]}, _dlt_list_idx"
-            try:
-                row = con.execute(
-                    f'select count(*) - count(distinct ({key})) from feedback."{table}"'
-                ).fetchone()
-            except duckdb.CatalogException:
-                continue
-            round_.duplicates += int(row[0]) if row else 0
+    round_.duplicates += keys_twice(harness)
 
 
 def _check_push(harness: Harness, round_: Round, workdir: Path) -> None:

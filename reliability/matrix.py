@@ -196,6 +196,15 @@ def compare(harness: Harness, cell: Cell) -> None:
         cell.rows_compared += sum(expected.values())
         cell.rows_lost += sum((expected - actual).values())
         cell.rows_unexpected += sum((actual - expected).values())
+    cell.duplicates = keys_twice(harness)
+    problems = cell.rows_lost or cell.rows_unexpected or cell.duplicates
+    cell.outcome = "equal" if not problems else "differs from the ground truth"
+
+
+def keys_twice(harness: Harness) -> int:
+    """Rows beyond the first per key, in every table (a root's idx, a child's parent key
+    and position)."""
+    twice = 0
     for con in harness.connect():
         for table in COLUMNS:
             key = "idx" if "__" not in table else f"{COLUMNS[table][0]}, _dlt_list_idx"
@@ -205,9 +214,8 @@ def compare(harness: Harness, cell: Cell) -> None:
                 ).fetchone()
             except duckdb.CatalogException:
                 continue
-            cell.duplicates += int(row[0]) if row else 0
-    problems = cell.rows_lost or cell.rows_unexpected or cell.duplicates
-    cell.outcome = "equal" if not problems else "differs from the ground truth"
+            twice += int(row[0]) if row else 0
+    return twice
 
 
 def push_cell(kind: str, rate: float, seed: int, workdir: Path) -> Cell:
