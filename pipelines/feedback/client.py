@@ -224,12 +224,14 @@ class _Retryable(Exception):
         retry_after: float | None = None,
         *,
         unsent: bool = False,
+        not_api: bool = False,
     ):
         super().__init__(detail)
         self.status = status
         self.detail = detail
         self.retry_after = retry_after
         self.unsent = unsent or status == 429
+        self.not_api = not_api  # a 2xx that is not JSON at all (an HTML page, say)
 
 
 class FeedbackClient:
@@ -250,6 +252,9 @@ class FeedbackClient:
         # the service answered at least once (any status): connection failures are then
         # taken for a passing fault, not for a wrong address
         self._reached = False
+        # the service answered with the API's JSON at least once: a 2xx page that is not
+        # JSON is then a passing fault, not an address that is not the API
+        self._spoke_json = False
         # until then one request at a time: a wrong address fails once, not once per
         # thread, and the first answer's X-RateLimit-Limit paces all that follow
         self._first_contact = threading.Lock()
@@ -370,11 +375,22 @@ class FeedbackClient:
                     ) from None
                 attempt += 1
                 first_contact = failure.unsent and failure.status is None and not self._reached
+                not_api = failure.not_api and not self._spoke_json
                 allowed = (
                     min(FIRST_CONTACT_RETRIES, self.settings.max_retries)
-                    if first_contact
+                    if first_contact or not_api
                     else self.settings.max_retries
                 )
+                if not_api and attempt > allowed:
+                    raise Unreachable(
+                        resource,
+                        method,
+                        self.describe(path, params),
+                        failure.status,
+                        f"{redact_url(self.settings.base_url)} answered {attempt} times with "
+                        f"{failure.detail}, never with the API's JSON; check the base URL "
+                        "(SOURCES__FEEDBACK__BASE_URL): the API's address ends in /v1",
+                    ) from None
                 if first_contact and attempt > allowed:
                     raise Unreachable(
                         resource,
@@ -519,9 +535,18 @@ class FeedbackClient:
             try:
                 data = parse_json(body)
             except ValueError:  # orjson's and json's decode errors both are ValueErrors
-                raise _Retryable(status, f"HTTP {status} with a body that is not JSON") from None
+                kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+                # a cut JSON body is a passing fault; a page that never was JSON may be an
+                # address that is not the API at all
+                cut_json = body.lstrip()[:1] in (b"{", b"[")
+                raise _Retryable(
+                    status,
+                    f"HTTP {status} with a body that is not JSON ({kind})",
+                    not_api=not cut_json,
+                ) from None
             if not isinstance(data, dict):
                 raise _Retryable(status, f"HTTP {status} with a JSON body that is not an object")
+            self._spoke_json = True
             problem = check(data) if check else None
             if problem:
                 raise _Retryable(status, f"HTTP {status} with an unexpected body: {problem}")

@@ -275,3 +275,49 @@ def test_a_refused_connection_fails_fast_with_one_line(tmp_path: Path) -> None:
     assert len(errors) == 1, done.stderr
     assert f"no connection to {base} in 3 attempts" in errors[0]
     assert "Traceback" not in done.stderr and "k-123" not in done.stdout + done.stderr
+
+
+def test_an_address_that_is_not_the_api_fails_fast_with_one_line(tmp_path: Path) -> None:
+    """A web server that answers every path with its HTML home page, 200."""
+    import http.server
+    import threading
+
+    class Home(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            page = b"<!doctype html><title>Example Inc.</title><h1>Welcome</h1>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # the test's output stays the sync's
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Home)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        env = _env(None, tmp_path, SOURCES__FEEDBACK__BASE_URL=base, SOURCES__FEEDBACK__API_KEY="k")
+        done = _cli(["sync", "--progress-every", "3600"], env, tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("feedback-sync sync:")]
+    assert len(errors) == 1, done.stderr
+    assert f"{base} answered 3 times with HTTP 200" in errors[0] and "(text/html)" in errors[0]
+    assert "never with the API's JSON" in errors[0] and "Traceback" not in done.stderr
+    assert not (tmp_path / "warehouse.duckdb").exists() or _no_data(tmp_path)
+
+
+def _no_data(tmp: Path) -> bool:
+    import duckdb
+
+    with duckdb.connect(str(tmp / "warehouse.duckdb"), read_only=True) as con:
+        tables = con.execute(
+            "select count(*) from information_schema.tables where table_schema = 'feedback' "
+            "and not starts_with(table_name, '_dlt')"
+        ).fetchone()
+    return tables == (0,)

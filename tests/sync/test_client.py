@@ -835,3 +835,28 @@ def test_after_a_first_answer_connection_failures_get_every_retry() -> None:
         client.get_json("ideas", {}, resource="ideas")
         assert client.get_json("ideas", {}, resource="ideas") == OK_BODY
     assert len(handler.seen) == 7
+
+
+def test_an_address_that_answers_html_is_not_the_api_and_fails_fast() -> None:
+    page = httpx.Response(
+        200, content=b"<!doctype html><title>Welcome</title>", headers={"Content-Type": "text/html"}
+    )
+    handler = sequence(page)
+    fake = FakeTime()
+    with make_client(handler, fake, max_retries=8) as client, pytest.raises(Unreachable) as caught:
+        client.get_json("followers", {}, resource="followers")
+    assert len(handler.seen) == 3 and sum(fake.sleeps) < 2.0
+    message = str(caught.value)
+    assert "answered 3 times with HTTP 200 with a body that is not JSON (text/html)" in message
+    assert "never with the API's JSON" in message and BASE in message and "\n" not in message
+
+
+def test_a_cut_json_body_or_html_after_json_is_retried_as_a_fault() -> None:
+    cut = httpx.Response(200, content=b'{"data": [', headers={"Content-Type": "application/json"})
+    html = httpx.Response(200, content=b"<html></html>", headers={"Content-Type": "text/html"})
+    ok = json_response(200, OK_BODY)
+    handler = sequence(*[cut] * 4, ok, *[html] * 4, ok)
+    with make_client(handler, max_retries=8) as client:
+        assert client.get_json("ideas", {}, resource="ideas") == OK_BODY
+        assert client.get_json("ideas", {}, resource="ideas") == OK_BODY
+    assert len(handler.seen) == 10
