@@ -34,6 +34,8 @@ import logging
 import math
 import random
 import re
+import socket
+import ssl
 import threading
 import time
 from collections import Counter, deque
@@ -505,7 +507,7 @@ class FeedbackClient:
                 return response, response.content
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 # the request never left: no connection was made
-                detail = f"could not connect ({type(exc).__name__})"
+                detail = f"could not connect: {_why_unconnected(exc)}"
                 raise _Retryable(None, detail, unsent=True) from None
             except httpx.TimeoutException as exc:
                 raise _Retryable(None, f"timed out ({type(exc).__name__})") from None
@@ -640,3 +642,17 @@ def _server_message(body: bytes, scrub: Callable[[str], str]) -> str:
         return scrub(message)
     text = scrub(body.decode("utf-8", "replace")).strip()[:200]
     return repr(text) if text else "(empty body)"
+
+
+def _why_unconnected(exc: BaseException) -> str:
+    """Why no connection was made, from the OS error under httpx's (no address in it)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, socket.gaierror):
+            return "the host name does not resolve (DNS)"
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS handshake failed ({cause.reason or type(cause).__name__})"
+        cause = cause.__cause__ or cause.__context__
+    return type(exc).__name__

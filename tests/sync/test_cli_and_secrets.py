@@ -273,8 +273,26 @@ def test_a_refused_connection_fails_fast_with_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("feedback-sync sync:")]
     assert len(errors) == 1, done.stderr
-    assert f"no connection to {base} in 3 attempts" in errors[0]
+    assert (
+        f"no connection to {base} in 3 attempts (could not connect: connection refused)"
+        in (errors[0])
+    )
     assert "Traceback" not in done.stderr and "k-123" not in done.stdout + done.stderr
+    assert not (tmp_path / "warehouse.duckdb").exists() or _no_data(tmp_path)
+
+
+def test_an_unknown_host_fails_fast_with_one_line(tmp_path: Path) -> None:
+    # .invalid never resolves (RFC 6761): a resolver answers at once, with or without network
+    base = "https://feedback-api.nosuch.invalid/v1"
+    env = _env(None, tmp_path, SOURCES__FEEDBACK__BASE_URL=base, SOURCES__FEEDBACK__API_KEY="k-12")
+    done = _cli(["sync", "--progress-every", "3600"], env, tmp_path)
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("feedback-sync sync:")]
+    assert len(errors) == 1, done.stderr
+    assert f"no connection to {base} in 3 attempts" in errors[0]
+    assert "the host name does not resolve (DNS)" in errors[0]
+    assert "Traceback" not in done.stderr and "k-12" not in done.stdout + done.stderr
+    assert not (tmp_path / "warehouse.duckdb").exists() or _no_data(tmp_path)
 
 
 def test_an_address_that_is_not_the_api_fails_fast_with_one_line(tmp_path: Path) -> None:
