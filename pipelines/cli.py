@@ -46,6 +46,17 @@ def _target_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _wait_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="when another run holds the warehouse, wait up to this long for it to end "
+        "(default 0: fail at once, exit 1)",
+    )
+
+
 def _target(args: argparse.Namespace) -> Any:
     from pathlib import Path
 
@@ -61,6 +72,13 @@ def _target(args: argparse.Namespace) -> Any:
         parquet_dir=Path(args.parquet_dir),
         pipelines_dir=Path(args.pipelines_dir) if args.pipelines_dir else None,
     )
+
+
+def _wait(args: argparse.Namespace) -> float:
+    wait = float(args.wait)
+    if not wait >= 0:  # also refuses nan
+        raise UsageError(f"--wait must be a number of seconds >= 0, got {args.wait}")
+    return wait
 
 
 def _sync_parser(sub: Any) -> None:
@@ -87,6 +105,7 @@ def _sync_parser(sub: Any) -> None:
         help=f"only these resources (comma-separated): {', '.join(RESOURCES)}",
     )
     _target_arguments(p)
+    _wait_argument(p)
     p.add_argument(
         "--progress-every", type=float, default=5.0, metavar="SECONDS", help=argparse.SUPPRESS
     )
@@ -109,6 +128,7 @@ def _run_sync(args: argparse.Namespace) -> int:
             resources=resources,
             progress_every=args.progress_every,
             models=not args.no_models,
+            lock_wait=_wait(args),
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
@@ -136,6 +156,7 @@ def _models_parser(sub: Any) -> None:
         help="the models folder (sources.toml, staging/, marts/); default: this project's sql/",
     )
     _target_arguments(p)
+    _wait_argument(p)
     p.set_defaults(run=_run_models)
 
 
@@ -149,7 +170,7 @@ def _run_models(args: argparse.Namespace) -> int:
         if args.list:
             print(describe(project))
             return 0
-        result = apply(_target(args), project)
+        result = apply(_target(args), project, lock_wait=_wait(args))
     except ModelError as exc:
         print(f"feedback-sync models: error: {exc}", file=sys.stderr)
         return 1
@@ -236,6 +257,7 @@ def _push_parser(sub: Any) -> None:
     p.add_argument("--curated-dir", help="folder of curated files (default data/curated)")
     p.add_argument("--samples", type=int, help="changed rows shown per target (default 5)")
     _target_arguments(p)
+    _wait_argument(p)
     p.set_defaults(run=_run_push)
 
 
@@ -255,6 +277,7 @@ def _run_push(args: argparse.Namespace) -> int:
             apply=args.apply,
             force=args.force,
             push_settings=push_settings,
+            lock_wait=_wait(args),
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None

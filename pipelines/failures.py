@@ -6,6 +6,8 @@ our error); this walks the chain for the error that says what happened.
 
 from __future__ import annotations
 
+import errno
+
 from pipelines.feedback.errors import (
     ApiError,
     ConfigError,
@@ -16,6 +18,7 @@ from pipelines.feedback.errors import (
 from pipelines.feedback.shaping import DataError
 
 LOCKED = "Could not set lock on file"
+NO_SPACE = "No space left on device"  # strerror(ENOSPC), as DuckDB and the OS word it
 
 
 def causes(exc: BaseException) -> list[BaseException]:
@@ -36,6 +39,8 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     from dlt.common.configuration.exceptions import ConfigFieldMissingException
     from dlt.common.destination.exceptions import UnknownDestinationModule
 
+    from pipelines.runlock import WarehouseBusy
+
     chain = causes(exc)
     if any(isinstance(error, KeyboardInterrupt) for error in chain):
         return "interrupted; the next run resumes from the last committed state", 130
@@ -52,10 +57,22 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 2,
             )
     for error in chain:
-        if isinstance(error, LoadFailed):
+        if isinstance(error, WarehouseBusy | LoadFailed):
             return str(error), 1
         if isinstance(error, FeedbackError | DataError):
             return f"{error}. Nothing from this run was committed; the next run resumes.", 1
+    # the error that says it itself (dlt's wrappers quote it deeper in their text)
+    full = [e for e in chain if _disk_full(e) and NO_SPACE in _first_line(e)]
+    full += [e for e in chain if isinstance(e, OSError) and e.errno == errno.ENOSPC]
+    for error in full[:1]:
+        first = _first_line(error)
+        if isinstance(error, OSError) and error.filename and str(error.filename) not in first:
+            first = f"{first} ({error.filename})"
+        return (
+            f"the disk is full: {first}. Nothing of this run was committed; free some "
+            "space and run again (the next run finishes what this one left)",
+            1,
+        )
     for error in chain:
         if LOCKED in str(error):
             return (
@@ -66,10 +83,22 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     return None, 1
 
 
+def _disk_full(error: BaseException) -> bool:
+    """A write that failed for want of space (Python's, or DuckDB's in its message)."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return True
+    return NO_SPACE in str(error)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def is_transient(exc: BaseException) -> bool:
     """True when running again later may well succeed: the network or the service was in
     trouble (the client's retries ran out), the destination failed a job it calls
-    retryable, or another process held the DuckDB file. False for bad configuration, bad
+    retryable, or another run (or process) held the warehouse. False for bad configuration, bad
     data, a load the warehouse refused for good, a request the service refused (4xx) and
     anything not recognised: retrying those only repeats the failure.
 
@@ -81,6 +110,8 @@ def is_transient(exc: BaseException) -> bool:
         DestinationTransientException,
     )
 
+    from pipelines.runlock import WarehouseBusy
+
     chain = causes(exc)
     for error in chain:
         # a cause that is known for good wins over a transient-looking wrapper
@@ -89,7 +120,7 @@ def is_transient(exc: BaseException) -> bool:
         if isinstance(error, ApiError) and not isinstance(error, RetriesExhausted):
             return False
     for error in chain:
-        if isinstance(error, RetriesExhausted | httpx.TransportError):
+        if isinstance(error, RetriesExhausted | httpx.TransportError | WarehouseBusy):
             return True
         if isinstance(error, DestinationTransientException) or LOCKED in str(error):
             return True

@@ -31,8 +31,10 @@ from pathlib import Path
 
 import duckdb
 
+from pipelines import runlock
 from pipelines.export import write_parquet
 from pipelines.feedback.arrow import PARENT_KEYS
+from pipelines.feedback.screening import spec_fields
 from pipelines.feedback.types import DECLARED, VARIANT
 from pipelines.warehouse import Target, duckdb_memory_limit
 
@@ -273,6 +275,8 @@ def custom_fields_sql(dataset: str, types: dict[str, dict[str, str]]) -> str:
             field_name = column.split(VARIANT, 1)[0]
             if field_name in DECLARED[table] or field_name.startswith(_BOOKKEEPING):
                 continue
+            if field_name in spec_fields(table):
+                continue  # a spec field sent with another shape: staging.type_drift has it
             if VARIANT in column:
                 kind = column.rsplit(VARIANT, 1)[1]
             else:
@@ -482,15 +486,22 @@ def open_models_file(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
         raise ModelError(f"cannot open {path}: {exc}") from None
 
 
-def apply(target: Target, project: Project | None = None) -> BuildResult:
+def apply(target: Target, project: Project | None = None, lock_wait: float = 0.0) -> BuildResult:
     """Builds the models for ``target``; for Parquet, over views of its files.
 
-    For Parquet the marts are also written as ``<folder>/marts/<mart>.parquet``.
+    For Parquet the marts are also written as ``<folder>/marts/<mart>.parquet``. Holds
+    ``target``'s run lock (a sync that builds its models holds it already).
 
     Raises:
         ModelError: the target is not DuckDB or Parquet, nothing was synced there yet, or a
             model failed (named, with DuckDB's message).
+        WarehouseBusy: another run holds the warehouse (nothing was done).
     """
+    with runlock.hold(target, "models", lock_wait):
+        return _apply(target, project)
+
+
+def _apply(target: Target, project: Project | None) -> BuildResult:
     project = project or load_project()
     path = models_file(target)
     if target.is_parquet and not any(target.parquet_dir.glob("*.parquet")):

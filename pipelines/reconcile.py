@@ -13,12 +13,17 @@ another load id was not seen, so it no longer exists at the source:
 - ``hard`` (default): delete it and its child rows (by the parent's key);
 - ``soft``: keep it and set ``_deleted_at`` (once; later runs keep the first time).
 
+A row whose item this load rejected (``rejected_rows``, same idx) was seen: it stays. A
+resource with an item rejected for having no idx has nothing removed (the item may be any
+row not seen); the run warns.
+
 Each runs in one transaction through dlt's SQL client, so it works on any SQL destination,
 and each can run again for the same load with the same result (a crash replays them).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +32,10 @@ from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines.feedback.arrow import PARENT_KEYS, child_tables
+from pipelines.feedback.screening import REJECTED_TABLE
 from pipelines.warehouse import dataset_tables
+
+log = logging.getLogger("feedback_sync")
 
 
 def _count(client: SqlClientBase[Any], sql: str, *args: Any) -> int:
@@ -76,17 +84,39 @@ def reconcile(
             for root in sorted(resources):
                 if root not in schema.tables or root not in existing:
                     continue
+                if REJECTED_TABLE in existing and _count(
+                    client,
+                    f"from {client.make_qualified_table_name(REJECTED_TABLE)} where resource = %s "
+                    "and _dlt_load_id = %s and idx is null",
+                    root,
+                    load_id,
+                ):
+                    log.warning(
+                        "%s: no rows removed this run: an item without an idx was rejected "
+                        "(%s), and it may be any of the rows not seen",
+                        root,
+                        REJECTED_TABLE,
+                    )
+                    continue
                 qroot = client.make_qualified_table_name(root)
-                gone_filter = "_dlt_load_id <> %s"
+                gone_filter, args = "_dlt_load_id <> %s", [load_id]
                 if mode == "soft":
                     gone_filter += " and _deleted_at is null"
-                count = _count(client, f"from {qroot} where {gone_filter}", load_id)
+                if REJECTED_TABLE in existing:
+                    # an item rejected in this load exists at the source: its earlier row stays
+                    qrejected = client.make_qualified_table_name(REJECTED_TABLE)
+                    gone_filter += (
+                        f" and idx not in (select idx from {qrejected} where resource = %s "
+                        "and _dlt_load_id = %s and idx is not null)"
+                    )
+                    args += [root, load_id]
+                count = _count(client, f"from {qroot} where {gone_filter}", *args)
                 if not count:
                     continue
                 removed[root] = count
                 if mode == "soft":
                     client.execute_sql(
-                        f"update {qroot} set _deleted_at = %s where {gone_filter}", now, load_id
+                        f"update {qroot} set _deleted_at = %s where {gone_filter}", now, *args
                     )
                     continue
                 key = PARENT_KEYS.get(root)
@@ -95,7 +125,7 @@ def reconcile(
                     client.execute_sql(
                         f"delete from {qchild} where {key} in "
                         f"(select idx from {qroot} where {gone_filter})",
-                        load_id,
+                        *args,
                     )
-                client.execute_sql(f"delete from {qroot} where {gone_filter}", load_id)
+                client.execute_sql(f"delete from {qroot} where {gone_filter}", *args)
     return removed

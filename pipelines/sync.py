@@ -30,10 +30,12 @@ from typing import IO, Any
 import httpx
 from dlt.pipeline.pipeline import Pipeline
 
+from pipelines import runlock
 from pipelines.export import data_tables, export_parquet
 from pipelines.failures import causes
 from pipelines.feedback import RESOURCES, SyncRun, feedback
 from pipelines.feedback.errors import ConfigError, LoadFailed, redact_url
+from pipelines.feedback.screening import REJECTED_TABLE
 from pipelines.feedback.settings import FeedbackSettings, load_settings
 from pipelines.models import BuildResult, ModelError
 from pipelines.models import apply as apply_models
@@ -98,6 +100,13 @@ class SyncResult:
             lines.append(
                 f"  {table:<{width}}  {self.rows_loaded.get(table, 0):>9,}  "
                 f"{self.rows_removed.get(table, 0):>14,}  {self.table_rows[table]:>10,}"
+            )
+        rejected = self.rows_loaded.get(REJECTED_TABLE, 0)
+        if rejected:
+            lines.append(
+                f"  {rejected:,} item(s) the API sent could not land as rows (no idx, or keys "
+                f"that collide); each is kept whole, with the reason, in {REJECTED_TABLE}"
+                + (f" (_dlt_load_id = '{self.load_id}')" if self.load_id else "")
             )
         if self.ideas_endpoint is False:
             lines.append("  /ideas is not served: ideas were discovered from other resources")
@@ -173,16 +182,38 @@ def run_sync(
     progress_every: float = 5.0,
     after_extract: Callable[[Pipeline], None] | None = None,
     models: bool = True,
+    lock_wait: float = 0.0,
 ) -> SyncResult:
     """Runs one sync into ``target`` and returns what it did.
 
+    The run holds ``target``'s run lock throughout (``pipelines.runlock``): another run of
+    the same warehouse fails at once, or waits up to ``lock_wait`` seconds for this one.
+
     Raises:
         ConfigError: a setting or an argument is wrong (nothing was fetched).
+        WarehouseBusy: another run holds the warehouse (nothing was done).
         FeedbackError / dlt's PipelineStepFailed: the run failed; what was loaded before
             stays, and the next run resumes from the last committed state.
     """
     selected = check_resources(resources)
     settings = settings or load_settings()
+    with runlock.hold(target, "sync", lock_wait):
+        return _run_sync(
+            target, full, selected, settings, transport, out, progress_every, after_extract, models
+        )
+
+
+def _run_sync(
+    target: Target,
+    full: bool,
+    selected: tuple[str, ...] | None,
+    settings: FeedbackSettings,
+    transport: httpx.BaseTransport | None,
+    out: IO[str],
+    progress_every: float,
+    after_extract: Callable[[Pipeline], None] | None,
+    models: bool,
+) -> SyncResult:
     started = time.perf_counter()
     result = SyncResult(target=target.describe(), full=full, delete_mode=settings.delete_mode)
     pipeline = target.pipeline()

@@ -98,7 +98,7 @@ def _jitter(stage: str, scale: str) -> float:
     return {"extract": 3.0, "normalize": 0.4, "load": 0.6, "models": 0.8}.get(stage, 0.3)
 
 
-class _Process:
+class LiveRun:
     """A CLI run whose output lines are read as they come."""
 
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
@@ -177,7 +177,7 @@ def run_campaign(
     with serve_in_thread(app) as server:
         harness = Harness(server, workdir)
         try:
-            env = _env(server, workdir)
+            env = cli_env(server, workdir)
             sync = [*CLI, "sync", "--pipelines-dir", str(workdir / "pipelines")]
             push = [*CLI, "push", "--apply", "--force", "--curated-dir", str(workdir / "curated")]
             done = subprocess.run(
@@ -207,7 +207,7 @@ def run_campaign(
                     full = aimed == "reconcile" or number % 4 == 0
                     command = [*sync, "--full"] if full else sync
                 harness.mark_requests()
-                process = _Process(command, env)
+                process = LiveRun(command, env)
                 if process.wait_for(aimed, timeout=300):
                     time.sleep(rng.uniform(0, _jitter(aimed, scale)))
                     if process.popen.poll() is None:
@@ -247,7 +247,7 @@ def run_campaign(
     return campaign
 
 
-def _env(server: RunningSandbox, workdir: Path) -> dict[str, str]:
+def cli_env(server: RunningSandbox, workdir: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()

@@ -262,7 +262,10 @@ def push_cell(kind: str, rate: float, seed: int, workdir: Path) -> Cell:
 
 
 def push_aftermath(
-    harness: Harness, log: list[dict[str, Any]], settings: PushSettings
+    harness: Harness,
+    log: list[dict[str, Any]],
+    settings: PushSettings,
+    targets: tuple[str, ...] = ("followers", "idea_notes"),
 ) -> tuple[int, int, int, int]:
     """After pushes (faults off now): ``(writes applied, applied twice, left to send,
     objects twice at the server)``. Applied: a write the API acted on (no fault answered
@@ -279,7 +282,7 @@ def push_aftermath(
     # nothing may be left to do: a preview plans no change
     preview = run_push(
         harness.target(),
-        targets=["followers", "idea_notes"],
+        targets=list(targets),
         settings=harness.settings(),
         push_settings=settings,
         out=io.StringIO(),

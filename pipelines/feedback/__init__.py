@@ -30,7 +30,7 @@ import dlt
 from dlt.common.schema.typing import TTableSchemaColumns
 from dlt.extract.resource import DltResource
 
-from pipelines.feedback import shaping
+from pipelines.feedback import screening, shaping
 from pipelines.feedback.arrow import Tabulator
 from pipelines.feedback.context import SyncRun, idea_signature, pack_idea, unpack_idea
 from pipelines.feedback.errors import ApiError
@@ -100,7 +100,7 @@ def _followers(run: SyncRun) -> DltResource:
         chain = Chain("followers", "followers", paginator, {"include_attributes": "true"})
         tables = Tabulator("followers", _columns(run), run.types)
         for page in walk(run.client, [chain], 1, urgent=True):
-            yield from tables.add(shaping.follower(row) for row in page.items)
+            yield from tables.add(shaping.follower(r) for r in page.items if tables.accept(r))
             if page.last:
                 state["after"] = paginator.resume
                 state["total"] = paginator.last_total  # followers before that cursor
@@ -144,6 +144,8 @@ def _announcements(run: SyncRun) -> DltResource:
         for page in walk(run.client, chains, len(chains), urgent=True):
             rows = []
             for row in page.items:
+                if not tables.accept(row):
+                    continue
                 if seen is not None:
                     if row.get("idx") in seen:
                         continue
@@ -206,7 +208,7 @@ def _per_idea_poll(
         signatures: dict[str, str | None] = {}
         chains = []
         for idea in _as_list(ideas_page):
-            idx = idea.get("idx")
+            idx = idea.get("idx") if isinstance(idea, dict) else None
             if not isinstance(idx, str):
                 continue
             signature = idea_signature(idea)
@@ -229,7 +231,7 @@ def _per_idea_poll(
                 continue
             if seen_types:
                 types.update(row["type"] for row in page.items if isinstance(row.get("type"), str))
-            yield from tables.add(shape(row, idx) for row in page.items)
+            yield from tables.add(shape(r, idx) for r in page.items if tables.accept(r))
             if page.last:
                 walked = page.chain.paginator
                 # the cursor, the signature, and how many items lie before the cursor (the
@@ -334,7 +336,7 @@ def _walk_link_types(run: SyncRun, state: Any, types: Iterable[str]) -> Generato
     shape = shaping.plain("integration_links")
     tables = Tabulator("integration_links", _columns(run), run.types)
     for page in walk(run.client, chains, run.settings.max_concurrency, urgent=True):
-        yield from tables.add(shape(row) for row in page.items)
+        yield from tables.add(shape(r) for r in page.items if tables.accept(r))
         if page.last:
             assert page.chain.key is not None
             cursors[page.chain.key] = page.chain.paginator.resume
@@ -353,7 +355,7 @@ def _small_list(run: SyncRun, name: str, paginator: type[Paginator]) -> DltResou
         shape = shaping.plain(name)
         tables = Tabulator(name, _columns(run), run.types)
         for page in walk(run.client, [chain], 1, urgent=True):
-            yield from tables.add(shape(row) for row in page.items)
+            yield from tables.add(shape(r) for r in page.items if tables.accept(r))
         yield from tables.flush()
         run.mark_complete(name)
 
@@ -366,7 +368,7 @@ def _ideas(run: SyncRun, pages: DltResource) -> DltResource:
     @dlt.transformer(data_from=pages, **_merge("ideas"))
     def ideas(ideas_page: list[Row] | Row) -> Iterator[Any]:
         tables = Tabulator("ideas", _columns(run), run.types)
-        yield from tables.add(_as_list(ideas_page))
+        yield from tables.add(r for r in _as_list(ideas_page) if tables.accept(r))
         yield from tables.flush()
 
     return ideas
@@ -381,7 +383,11 @@ def _idea_pages(run: SyncRun) -> DltResource:
         try:
             for page in walk(run.client, [Chain("ideas", "ideas", paginator)], 1, urgent=True):
                 if page.items:
-                    yield [shaping.idea(row) for row in page.items]
+                    # an item that cannot land stays as sent: ``ideas`` rejects it whole
+                    yield [
+                        shaping.idea(row) if screening.problem("ideas", row) is None else row
+                        for row in page.items
+                    ]
         except ApiError as exc:
             # the contract's "switched off" is a 404; 405 and 501 say the same thing
             if paginator.pages or exc.status not in (404, 405, 501):
@@ -416,6 +422,8 @@ def _discover_ideas(run: SyncRun) -> Iterator[list[Row]]:
     ]
     for page in walk(run.client, chains, run.settings.max_concurrency):
         for row in page.items:
+            if not isinstance(row, dict):
+                continue
             for idea in row.get("ideas") or ():
                 if not (isinstance(idea, dict) and isinstance(idea.get("idx"), str)):
                     continue

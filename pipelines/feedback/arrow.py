@@ -23,6 +23,7 @@ Rows of a list that shrank are removed after the load (``reconcile.replace_child
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -30,9 +31,17 @@ import dlt
 import pyarrow as pa
 from dlt.common.schema.typing import TTableSchemaColumns
 
+from pipelines.feedback.screening import (
+    REJECTED_TABLE,
+    column_name,
+    nested_fields,
+    problem,
+    rejected_row,
+)
 from pipelines.feedback.shaping import DataError
 from pipelines.feedback.types import (
     ARROW_TYPES,
+    VARIANT,
     ColumnTypes,
     arrow_value,
     column_hint,
@@ -42,6 +51,7 @@ from pipelines.feedback.types import (
 )
 
 Row = dict[str, Any]
+log = logging.getLogger("feedback_sync")
 
 POSITION = "_dlt_list_idx"
 # the column a child row names its parent by, per root table
@@ -173,7 +183,27 @@ class Tabulator:
         self.types = types
         self._root = _Table(root, types, columns, ("idx",))
         self._children: dict[str, _Table] = {}
+        self._rejected = _Table(REJECTED_TABLE, types, {}, ("resource", "record_sha256"))
+        self._lists, self._objects = nested_fields(root)
         self._pending = 0
+        self.rejected = 0
+
+    def accept(self, item: Any) -> bool:
+        """Whether ``item`` (as the API sent it, before shaping) can land as a row; when
+        not, it goes to ``rejected_rows`` whole, with the reason (``screening``)."""
+        reason = problem(self.root, item)
+        if reason is None:
+            return True
+        self._rejected.rows.append(rejected_row(self.root, item, reason))
+        self.rejected += 1
+        self._pending += 1
+        log.warning(
+            "%s: an item was rejected (%s); it is kept whole in %s",
+            self.root,
+            reason,
+            REJECTED_TABLE,
+        )
+        return False
 
     def add(self, rows: Iterable[Row]) -> Iterator[Any]:
         for row in rows:
@@ -184,7 +214,7 @@ class Tabulator:
 
     def flush(self) -> Iterator[Any]:
         self._pending = 0
-        for table in (self._root, *self._children.values()):
+        for table in (self._root, *self._children.values(), self._rejected):
             built = table.arrow()
             if built is not None:
                 data, hints = built
@@ -198,14 +228,30 @@ class Tabulator:
         variant column, not to a new table)."""
         root = self._root
         out: Row = {}
-        for name, value in row.items():
-            if name in root.declared or not isinstance(value, dict | list):
+        for field, value in row.items():
+            name = column_name(field)
+            if value is None or name in root.declared or VARIANT in name:
                 out[name] = value
+            elif name in self._lists:
+                # the spec's list: child rows; any other shape lands as sent, in a variant
+                if isinstance(value, list):
+                    self._child(name, row.get("idx"), value)
+                else:
+                    out[variant_name(name, value)] = value
+            elif name in self._objects:
+                # the spec's object: flattened; any other shape lands as sent, in a variant
+                if isinstance(value, dict):
+                    for key, inner in value.items():
+                        out[column_name(f"{field}__{key}")] = inner
+                else:
+                    out[variant_name(name, value)] = value
             elif isinstance(value, list):
-                self._child(name, row.get("idx"), value)
-            else:
+                self._child(name, row.get("idx"), value)  # a list the spec does not name
+            elif isinstance(value, dict):
                 for key, inner in value.items():
-                    out[f"{name}__{key}"] = inner
+                    out[column_name(f"{field}__{key}")] = inner
+            else:
+                out[name] = value
         root.rows.append(out)
 
     def _child(self, field: str, parent: Any, items: list[Any]) -> None:
@@ -218,13 +264,22 @@ class Tabulator:
             out: Row = {self.parent_key: parent, POSITION: position}
             if isinstance(item, dict):
                 for key, value in item.items():
-                    if key not in (self.parent_key, POSITION):
-                        out[key] = value
+                    column = column_name(key)
+                    if column not in (self.parent_key, POSITION):
+                        out[column] = value
             else:
                 out["value"] = item
             table.rows.append(out)
 
     def _hints(self, table: _Table, columns: TTableSchemaColumns) -> Any:
+        if table is self._rejected:
+            # one row per distinct item; a later run that meets it again moves its load id
+            return dlt.mark.make_hints(
+                table_name=table.name,
+                write_disposition="merge",
+                primary_key=["resource", "record_sha256"],
+                columns=columns,
+            )
         if table is self._root:
             return dlt.mark.make_hints(
                 table_name=table.name,

@@ -66,8 +66,8 @@ class Paginator(ABC):
         data = body.get("data")
         if not isinstance(data, list):
             return "'data' is not a list"
-        if not all(isinstance(item, dict) for item in data):
-            return "'data' holds something other than objects"
+        # an item that is not an object is the item's problem, not the page's: it lands
+        # whole in rejected_rows (screening.py) and the walk goes on
         if not isinstance(body.get("pagination"), dict):
             return "'pagination' is missing"
         return None
@@ -166,7 +166,8 @@ class PageNumberPaginator(Paginator):
         done = not isinstance(total, int) or self.items_seen >= total
         if "after" in pagination and pagination["after"] is None and done:
             return None
-        first = str(body["data"][0].get("idx"))
+        head = body["data"][0]
+        first = str(head.get("idx") if isinstance(head, dict) else head)
         if first in self._firsts:
             return None  # the server ignores the page number: stop, don't loop
         self._firsts.add(first)

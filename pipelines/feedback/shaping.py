@@ -10,6 +10,10 @@ would otherwise become arbitrary columns:
   ``reaction``, ``count``;
 - idea ``topic_idxs`` -> ``ideas__topics`` rows of ``topic_idx``.
 
+Any of those three sent with another shape (attributes as a list, say) lands as sent in a
+variant column of the parent row (``attributes__v_json``), as does a list or object field
+of the spec that arrives with another shape (``arrow.Tabulator``): never dropped.
+
 Timestamps arrive as ``2025-03-04 05:06:07`` (UTC, no zone) or ISO 8601 with a zone;
 either becomes an aware UTC ``datetime``, whichever a resource uses. A value in a timestamp
 field that is not a timestamp (a number, a word) is left as it came: it lands in a variant
@@ -25,6 +29,8 @@ from typing import Any
 
 import orjson
 import pendulum
+
+from pipelines.feedback.types import variant_name
 
 Row = dict[str, Any]
 
@@ -73,7 +79,14 @@ def follower(row: Row) -> Row:
         row["attributes"] = [
             {"key": str(key), **_attribute_value(value)} for key, value in attributes.items()
         ]
+    elif attributes is not None:
+        _misshapen(row, "attributes", attributes)
     return row
+
+
+def _misshapen(row: Row, field: str, value: Any) -> None:
+    """A nested field with another shape than the spec's lands as sent, in a variant."""
+    row[variant_name(field, value)] = value
 
 
 def _attribute_value(value: Any) -> Row:
@@ -99,6 +112,8 @@ def announcement(row: Row) -> Row:
         row["reactions"] = [
             {"reaction": emoji, "count": count} for emoji, count in reactions.items()
         ]
+    elif reactions is not None:
+        _misshapen(row, "reaction_count", reactions)
     return row
 
 
@@ -128,4 +143,6 @@ def idea(row: Row) -> Row:
     topic_idxs = row.pop("topic_idxs", None)
     if isinstance(topic_idxs, list):
         row["topics"] = [{"topic_idx": t} for t in topic_idxs]
+    elif topic_idxs is not None:
+        _misshapen(row, "topic_idxs", topic_idxs)
     return row

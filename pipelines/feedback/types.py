@@ -152,6 +152,14 @@ DECLARED: dict[str, dict[str, str]] = {
         **_TIMES,
     },
     "ideas__topics": {"idea_idx": "text", "_dlt_list_idx": "bigint", "topic_idx": "text"},
+    # the sync's own: items that cannot land as rows, whole (screening.py)
+    "rejected_rows": {
+        "resource": "text",
+        "record_sha256": "text",
+        "idx": "text",
+        "reason": "text",
+        "record": "text",
+    },
 }
 
 

@@ -32,6 +32,7 @@ from typing import IO, Any
 import duckdb
 import httpx
 
+from pipelines import runlock
 from pipelines.feedback.client import FeedbackClient
 from pipelines.feedback.errors import SCRUBBER, ApiError, ConfigError, NotFound, OutcomeUnknown
 from pipelines.feedback.settings import FeedbackSettings, load_settings
@@ -238,13 +239,35 @@ def run_push(
     push_dir: Path = PUSH_DIR,
     transport: httpx.BaseTransport | None = None,
     out: IO[str] | None = None,
+    lock_wait: float = 0.0,
 ) -> PushResult:
     """Plans (and with ``apply`` sends) the push targets.
+
+    Holds ``target``'s run lock throughout (``pipelines.runlock``), as a sync does: the
+    journal and the diff never meet a sync's half-done load.
 
     Raises:
         ConfigError: bad input or configuration (exit code 2): an unknown target, a target
             asked for whose curated input is missing, an unreadable file, a model that fails.
+        WarehouseBusy: another run holds the warehouse (nothing was done).
     """
+    with runlock.hold(target, "push --apply" if apply else "push (preview)", lock_wait):
+        return _run_push(
+            target, targets, apply, force, settings, push_settings, push_dir, transport, out
+        )
+
+
+def _run_push(
+    target: Target,
+    targets: list[str] | None,
+    apply: bool,
+    force: bool,
+    settings: FeedbackSettings | None,
+    push_settings: PushSettings | None,
+    push_dir: Path,
+    transport: httpx.BaseTransport | None,
+    out: IO[str] | None,
+) -> PushResult:
     started = time.perf_counter()
     out = out or sys.stdout
     push_settings = push_settings or load_push_settings()

@@ -122,7 +122,8 @@ def test_models_are_documented_keyed_and_related(harness: Harness) -> None:
             ).fetchone()
             assert row is not None
             total, distinct, null_keys = row
-            assert total > 0, f"{model.name} is empty on the tiny data"
+            # rejected_rows holds what could not land: nothing, on the sandbox's clean data
+            assert total > 0 or model.name == "rejected_rows", f"{model.name} is empty"
             assert (distinct, null_keys) == (total, 0), f"{model.name}: key not unique or null"
         # no dlt bookkeeping in the staging views
         for model in PROJECT.models:

@@ -1,0 +1,193 @@
+"""Two runs started against one warehouse at once: the second fails clearly, or waits.
+
+Each overlap starts a real ``feedback-sync`` process (the first), waits until it holds the
+warehouse's run lock, then starts the second. Every answer is slowed (``latency_ms``) so the
+first is still running. The second must either fail at once (exit 1, one line naming the
+run that holds the warehouse, no traceback) or, with ``--wait``, wait for the first and
+then succeed. Afterwards the failed run is run again, and the warehouse must hold every key
+of the server's data once, a push preview must plan nothing, and the server's log must
+show no write applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.push.settings import PushSettings
+from pipelines.runlock import lock_paths
+from pipelines.warehouse import Target
+from reliability.kills import CLI, LiveRun, cli_env
+from reliability.matrix import keys_twice, push_aftermath
+from sandbox.app import create_app
+from sandbox.server import serve_in_thread
+from tests.push.helpers import BOT, accounts, write_csv
+from tests.sync.harness import Harness
+
+KEY = "overlap-key-5b0a"
+LATENCY_MS = 500.0
+# (first, second, the second waits for the first)
+OVERLAPS = (
+    ("sync", "sync", False),
+    ("sync", "push", False),
+    ("push", "sync", False),
+    ("sync", "push", True),
+)
+
+
+@dataclass
+class Overlap:
+    first: str
+    second: str
+    waits: bool
+    first_code: int | None = None
+    second_code: int | None = None
+    second_seconds: float = 0.0
+    second_line: str = ""
+    rerun_code: int | None = None
+    lost: int = 0
+    duplicates: int = 0
+    writes_twice: int = 0
+    writes_left: int = 0
+    first_output: str = ""
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def describe(self) -> str:
+        how = "with --wait" if self.waits else "at once"
+        return f"{self.second} started {how} while a {self.first} runs"
+
+
+def run_overlaps(workdir: Path, seed: int = 3) -> list[Overlap]:
+    """Every overlap of ``OVERLAPS`` against one tiny sandbox and one warehouse."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    results = []
+    with serve_in_thread(create_app("tiny", seed, api_key=KEY)) as server:
+        harness = Harness(server, workdir)
+        try:
+            env = cli_env(server, workdir)
+            pipelines_dir = ["--pipelines-dir", str(workdir / "pipelines")]
+            commands = {
+                "sync": [*CLI, "sync", *pipelines_dir],
+                # followers only: idea notes follow the marts, which every sync here moves
+                "push": [*CLI, "push", "--apply", "--targets", "followers"],
+            }
+            commands["push"] += ["--curated-dir", str(workdir / "curated"), *pipelines_dir]
+            first = subprocess.run(
+                [*commands["sync"], "--full"], env=env, capture_output=True, text=True
+            )
+            if first.returncode != 0:
+                raise RuntimeError(f"the first full sync failed: {first.stderr}")
+            target = Target(
+                duckdb_path=workdir / "warehouse.duckdb", pipelines_dir=workdir / "pipelines"
+            )
+            lock = lock_paths(target)[0]
+            harness.switches(latency_ms=LATENCY_MS)
+            for number, (a, b, waits) in enumerate(OVERLAPS, 1):
+                overlap = Overlap(a, b, waits)
+                harness.mutate(seed=seed * 100 + number, counts={"followers": {"create": 2}})
+                write_csv(
+                    workdir / "curated" / "accounts.csv",
+                    accounts(harness.dump(), n=3, bump=50.0 * number),
+                )
+                harness.mark_requests()
+                # a push makes fewer requests than a sync: slower answers keep it running
+                # while the second starts (a CLI start takes seconds)
+                harness.switches(latency_ms=LATENCY_MS * (3 if a == "push" else 1))
+                _overlap(overlap, commands, env, lock)
+                _check(harness, overlap, workdir)
+                results.append(overlap)
+        finally:
+            harness.close()
+    return results
+
+
+def _overlap(
+    overlap: Overlap, commands: dict[str, list[str]], env: dict[str, str], lock: Path
+) -> None:
+    running = LiveRun(commands[overlap.first], env)
+    if not _held(lock, timeout=60):
+        running.finish()
+        overlap.problems.append(f"the first run ({overlap.first}) never held the lock")
+        return
+    second = [*commands[overlap.second], *(["--wait", "120"] if overlap.waits else [])]
+    started = time.perf_counter()
+    done = subprocess.run(second, env=env, capture_output=True, text=True, timeout=300)
+    overlap.second_seconds = time.perf_counter() - started
+    running.finish()
+    overlap.first_output = "\n".join(running.seen)
+    overlap.first_code, overlap.second_code = running.popen.returncode, done.returncode
+    errors = [line for line in done.stderr.splitlines() if line.startswith("feedback-sync ")]
+    overlap.second_line = errors[-1] if errors else ""
+    if overlap.first_code != 0:
+        overlap.problems.append(f"the first run exited {overlap.first_code}")
+    if overlap.waits:
+        if done.returncode != 0:
+            overlap.problems.append(f"the waiting run exited {done.returncode}: {done.stderr}")
+        if ": waiting up to 120s: another feedback-sync" not in done.stderr:
+            overlap.problems.append("the second run did not wait (the first had ended)")
+        return
+    if done.returncode != 1 or "is in use by another feedback-sync" not in overlap.second_line:
+        overlap.problems.append(f"the second run exited {done.returncode}: {done.stderr[-500:]}")
+    if "Traceback" in done.stderr:
+        overlap.problems.append("the second run printed a traceback")
+    rerun = subprocess.run(commands[overlap.second], env=env, capture_output=True, text=True)
+    overlap.rerun_code = rerun.returncode
+    if rerun.returncode != 0:
+        overlap.problems.append(f"the rerun exited {rerun.returncode}: {rerun.stderr[-500:]}")
+
+
+def _held(lock: Path, timeout: float) -> bool:
+    """Whether the lock file names a holder within ``timeout`` (the first run started)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(lock.read_text(encoding="utf-8") or "{}").get("pid"):
+                return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    return False
+
+
+def _check(harness: Harness, overlap: Overlap, workdir: Path) -> None:
+    """Every key once, nothing left to push, no write applied twice."""
+    harness.switches(latency_ms=0.0)
+    try:
+        done = subprocess.run(
+            [*CLI, "sync", "--pipelines-dir", str(workdir / "pipelines")],
+            env=cli_env(harness.server, workdir),
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            overlap.problems.append(f"a sync after the overlap failed: {done.stderr[-500:]}")
+        dump = harness.dump()
+        for con in harness.connect():
+            for table in ("followers", "comments", "announcements"):
+                keys = {r["idx"] for r in dump[table]}
+                landed = {r[0] for r in con.execute(f"select idx from feedback.{table}").fetchall()}
+                overlap.lost += len(keys - landed)
+        overlap.duplicates = keys_twice(harness)
+        if "push" in (overlap.first, overlap.second):
+            settings = PushSettings(curated_dir=workdir / "curated", note_author_email=BOT)
+            _, overlap.writes_twice, overlap.writes_left, doubled = push_aftermath(
+                harness, harness.requests(), settings, ("followers",)
+            )
+            overlap.duplicates += doubled
+        for name, count in (
+            ("keys lost", overlap.lost),
+            ("keys twice", overlap.duplicates),
+            ("writes applied twice", overlap.writes_twice),
+            ("writes left", overlap.writes_left),
+        ):
+            if count:
+                overlap.problems.append(f"{count} {name}")
+    finally:
+        harness.switches(latency_ms=LATENCY_MS)
