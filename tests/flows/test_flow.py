@@ -6,6 +6,7 @@ events per asset, keyed artifacts, run logs, and that the API key is in none of 
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 from pathlib import Path
@@ -213,6 +214,34 @@ def test_only_transient_failures_are_retried(
     assert "HTTP 503" in str(failing.message)
     assert _task_runs(prefect_server, _run_id(failing))["sync"]["run_count"] == 3
     assert not (flow_env / "flow.duckdb").exists() or _no_data(flow_env / "flow.duckdb")
+
+
+@pytest.mark.parametrize("auth_method", ["query", "basic"])
+def test_the_key_is_nowhere_in_prefect_in_the_other_auth_methods(
+    flow_env: Path,
+    prefect_server: PrefectApi,
+    secret_sandbox: RunningSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    auth_method: str,
+) -> None:
+    """Bearer is swept above; ``query`` puts the key in every URL, ``basic`` sends it
+    base64-encoded. Faults make the client log retries, URLs included."""
+    monkeypatch.setenv("SOURCES__FEEDBACK__AUTH_METHOD", auth_method)
+    response = httpx.post(
+        f"{secret_sandbox.root_url}/_sandbox/settings",
+        json={"faults": {"rate": 0.15, "kinds": ["500", "429"], "seed": 4}},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    state = _run(mode="full", pipelines_dir=str(flow_env / "p"))
+    assert state.is_completed(), state.message
+    logs = "\n".join(prefect_server.logs(_run_id(state)))
+    assert "retry" in logs.lower()  # the retries were logged, with their addresses
+    if auth_method == "query":
+        assert "api_key=***" in logs
+    everything = prefect_server.everything()
+    encoded = base64.b64encode(f"{SECRET_KEY}:".encode()).decode()
+    assert SECRET_KEY not in everything and encoded not in everything
 
 
 def _no_data(path: Path) -> bool:

@@ -632,9 +632,9 @@ def test_the_limit_the_service_states_paces_the_client_below_it() -> None:
     with make_client(handler, fake) as client:
         for _ in range(3):
             client.get_json("ideas", {}, resource="ideas")
-        assert client._limiter.rate == pytest.approx(3.6)  # 90% of the stated limit
-    # the first answer brings the limit: one request per 1/3.6 s from the first on
-    assert fake.sleeps == pytest.approx([1 / 3.6, 1 / 3.6])
+        assert client._limiter.rate == pytest.approx(3.2)  # 80% of the stated limit
+    # the first answer brings the limit: one request per 1/3.2 s from the first on
+    assert fake.sleeps == pytest.approx([1 / 3.2, 1 / 3.2])
 
 
 def test_threads_that_woke_late_together_are_held_to_the_pace_within_any_second() -> None:

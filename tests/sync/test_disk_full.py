@@ -69,7 +69,6 @@ def test_a_full_parquet_folder_fails_with_one_line_and_changes_nothing(
     # space again: the next run catches up by itself
     assert report["freed"]["code"] == 0, report["freed"]["stderr"]
     assert "loading what the previous run left pending" in report["freed"]["stderr"]
-    assert report["final"]["code"] == 0, report["final"]["stderr"]
     truth = expected_rows(harness.dump())
     with duckdb.connect() as con:
         for table in COLUMNS:
