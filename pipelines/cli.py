@@ -350,6 +350,18 @@ def _sandbox_parser(sub: Any) -> None:
     )
     p.add_argument("--announcement-order", choices=ANNOUNCEMENT_ORDERS, default="oldest_first")
     p.add_argument(
+        "--page-overlap",
+        type=int,
+        default=0,
+        help="each page of a cursor list starts with this many items of the page before",
+    )
+    p.add_argument(
+        "--total-offset",
+        type=int,
+        default=0,
+        help="pagination.total is off by this much (a count that disagrees with the items)",
+    )
+    p.add_argument(
         "--allow-non-loopback",
         action="store_true",
         help="listen on a non-loopback address (the control routes have no auth)",
@@ -382,6 +394,8 @@ def _run_sandbox(args: argparse.Namespace) -> int:
         "timestamp_format": args.timestamp_format,
         "last_page_after": args.last_page_after,
         "announcement_order": args.announcement_order,
+        "page_overlap": args.page_overlap,
+        "total_offset": args.total_offset,
         "faults": {
             "rate": args.fault_rate,
             "seed": args.fault_seed,

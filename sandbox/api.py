@@ -25,6 +25,7 @@ from sandbox.pagination import (
     encode_cursor,
     link_pagination,
     offset_page,
+    previous_keys,
     take_page,
 )
 from sandbox.queries import AnnouncementFilter, AnnouncementViews
@@ -117,13 +118,17 @@ class V1:
         raw_after = params.get("after") or None
         after = _decode(scope, raw_after)
         page = take_page(keys, after, size, newest_first=newest_first)
-        body: dict[str, Any] = {"data": [render(key[1]) for key in page.keys]}
+        # the page_overlap switch: a page starts with the end of the one before it again
+        again = previous_keys(keys, after, self.settings.page_overlap, newest_first=newest_first)
+        body: dict[str, Any] = {"data": [render(key[1]) for key in [*again, *page.keys]]}
+        # the total_offset switch: a count that disagrees with the items
+        total = max(0, len(keys) + self.settings.total_offset)
         if scope == LINKS:
-            body["pagination"] = link_pagination(scope, page, len(keys))
+            body["pagination"] = link_pagination(scope, page, total)
             body["meta"] = []
         else:
             body["pagination"] = cursor_pagination(
-                scope, page, len(keys), raw_after, self.settings.last_page_after
+                scope, page, total, raw_after, self.settings.last_page_after
             )
         return json_response(body)
 

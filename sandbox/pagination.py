@@ -70,6 +70,21 @@ def take_page(
     return Page(got[:limit], len(got) > limit)
 
 
+def previous_keys(
+    keys: SortedList, after: Key | None, count: int, *, newest_first: bool = False
+) -> list[Key]:
+    """The last ``count`` keys of the page that ended at ``after``, in list order: what a
+    list that moved under its reader (an offset list, a replica behind) sends again."""
+    if after is None or count <= 0:
+        return []
+    if newest_first:
+        it = keys.irange(minimum=after, inclusive=(True, True))
+    else:
+        it = keys.irange(maximum=after, inclusive=(True, True), reverse=True)
+    got = list(islice(it, count))
+    return got[::-1]
+
+
 def cursor_pagination(
     scope: str, page: Page, total: int, request_after: str | None, last_page_after: str
 ) -> dict[str, Any]:

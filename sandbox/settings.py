@@ -55,6 +55,8 @@ class Settings:
     announcement_order: str = "oldest_first"
     company_fields: str = "attributes"
     number_drift: int | None = None
+    page_overlap: int = 0
+    total_offset: int = 0
     faults: FaultSettings = field(default_factory=FaultSettings)
 
     def public(self) -> dict[str, Any]:
@@ -103,6 +105,12 @@ def _rate_limit(key: str, value: Any) -> float | None:
     return rate
 
 
+def _int(key: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SettingsError(f"{key} must be an integer from {low} to {high}, got {value!r}")
+    return value
+
+
 def _drift_seed(key: str, value: Any) -> int | None:
     if value is None:
         return None
@@ -130,6 +138,8 @@ _SIMPLE: dict[str, Any] = {
     "announcement_order": _choice(ANNOUNCEMENT_ORDERS),
     "company_fields": _choice(COMPANY_FIELDS),
     "number_drift": _drift_seed,
+    "page_overlap": lambda key, value: _int(key, value, 0, 100),
+    "total_offset": lambda key, value: _int(key, value, -(10**6), 10**6),
 }
 
 

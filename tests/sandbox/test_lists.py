@@ -333,6 +333,30 @@ async def test_variant_repeated_cursor_on_last_page(
     assert last["pagination"]["after"] == cursor  # a naive client would loop here
 
 
+@pytest.mark.parametrize("newest_first", [False, True])
+async def test_variant_pages_overlap_and_the_total_is_off(
+    sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp, newest_first: bool
+) -> None:
+    order = "newest_first" if newest_first else "oldest_first"
+    set_switches(sandbox_app, page_overlap=2, total_offset=-3, announcement_order=order)
+    first = (await sandbox_client.get("/announcements", params={"limit": 5})).json()
+    cursor = first["pagination"]["after"]
+    second = await sandbox_client.get("/announcements", params={"limit": 5, "after": cursor})
+    second_page = second.json()
+    # the end of the page before, again, then the five that follow it
+    assert idxs(second_page["data"][:2]) == idxs(first["data"][-2:])
+    rows, _ = await walk(sandbox_client, "/announcements", limit=5)
+    expected = store_order(sandbox_app, "announcements")
+    expected = list(reversed(expected)) if newest_first else expected
+    assert list(dict.fromkeys(idxs(rows))) == expected  # every item, some twice
+    assert idxs(second_page["data"][2:]) == expected[5:10]
+    assert first["pagination"]["total"] == len(expected) - 3
+    idea = next(iter(sandbox_app.state.store.links)).idea_idx
+    links = (await sandbox_client.get("/integration-links", params={"idea_idx": idea})).json()
+    of_idea = sum(1 for link in sandbox_app.state.store.links if link.idea_idx == idea)
+    assert links["pagination"]["total"] == max(0, of_idea - 3)
+
+
 async def test_variant_announcements_newest_first(
     sandbox_client: httpx.AsyncClient, sandbox_app: SandboxApp
 ) -> None:

@@ -134,27 +134,13 @@ def test_misshapen_and_unkeyed_items_land_as_variants_or_whole_in_rejected_rows(
 
 
 def test_repeated_items_and_a_wrong_total_change_nothing(harness: Harness) -> None:
-    """A page that starts with the previous page's last items (an offset list that moved
-    under the reader), and ``pagination.total`` off in both directions."""
-    last: dict[str, list[Any]] = {}
-
-    def repeat_and_miscount(request: httpx.Request, body: dict[str, Any]) -> dict[str, Any]:
-        chain = f"{request.url.path}?{request.url.params.get('idea_idx', '')}"
-        items = _data(body)
-        repeated = last.get(chain, [])[-2:]
-        last[chain] = list(items)
-        if items and repeated:
-            body["data"] = repeated + items
-        pagination = body.get("pagination")
-        if isinstance(pagination, dict) and isinstance(pagination.get("total"), int):
-            shift = 7 if request.url.path.endswith(("followers", "comments")) else -7
-            pagination["total"] = max(0, pagination["total"] + shift)
-        return body
-
-    harness.sync(full=True, transport=Intercept(rewrite=repeat_and_miscount))
-    harness.assert_equals_truth()  # every row once: a repeat is merged on its key
+    """Every cursor list's pages start with the previous page's last two items (a list that
+    moved under its reader), and ``pagination.total`` is off, up, then down."""
+    harness.switches(page_overlap=2, total_offset=7)
+    harness.sync(full=True)
+    harness.assert_equals_truth()  # every row once: a repeat merges on its key
     harness.mutate(seed=4, counts={"followers": {"create": 3}, "comments": {"create": 5}})
-    last.clear()
-    harness.sync(transport=Intercept(rewrite=repeat_and_miscount))
-    harness.sync(full=True, transport=Intercept(rewrite=repeat_and_miscount))
+    harness.switches(total_offset=-7)
+    harness.sync()
+    harness.sync(full=True)
     harness.assert_equals_truth()
