@@ -4,8 +4,9 @@
                       [--kills 60] [--kill-scale tiny] [--output README.md]
 
 Exits 1 when any cell lost a row, held a key twice, applied a write twice, left a write
-undone, or failed without leaving the warehouse as it was, or when a run killed with SIGKILL
-(``reliability/kills.py``) did not recover the same way.
+undone, or failed without leaving the warehouse as it was, when a run killed with SIGKILL
+(``reliability/kills.py``) did not recover the same way, or when two runs started against
+one warehouse (``reliability/concurrent.py``) did not keep out of each other's way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from reliability.concurrent import Overlap, run_overlaps
 from reliability.kills import STAGES, Campaign, run_campaign
 from reliability.matrix import (
     KINDS,
@@ -85,6 +87,11 @@ def main(argv: list[str]) -> int:
         print("rate limit ...", flush=True)
         limited, busiest = rate_limit_cell(args.seed, Path(tmp) / "rate-limit")
         print(f"    {_line(limited)}; busiest second at the server: {busiest:g} requests")
+        print("concurrent runs ...", flush=True)
+        overlaps = run_overlaps(Path(tmp) / "overlaps", seed=args.seed)
+        for overlap in overlaps:
+            verdict = "ok" if overlap.ok else f"WRONG: {'; '.join(overlap.problems)}"
+            print(f"    {overlap.describe()}: {verdict}", flush=True)
         campaign = None
         if args.kills > 0:
             print(f"SIGKILL campaign: {args.kills} kills at {args.kill_scale} ...", flush=True)
@@ -97,6 +104,7 @@ def main(argv: list[str]) -> int:
             )
     seconds = time.perf_counter() - started
     report = render(cells, exhausted, limited, busiest, seconds, args)
+    report += "\n\n" + render_overlaps(overlaps)
     if campaign is not None:
         report += "\n\n" + render_campaign(campaign, args)
     print(report)
@@ -105,6 +113,7 @@ def main(argv: list[str]) -> int:
     wrong = [c for c in [*cells, limited] if not c.ok] or busiest > RATE_LIMIT
     wrong = wrong or [c for c in exhausted if c.outcome != "failed cleanly"]
     wrong = wrong or (campaign is not None and not campaign.ok)
+    wrong = wrong or not all(o.ok for o in overlaps)
     return 1 if wrong else 0
 
 
@@ -187,6 +196,30 @@ def render(
     if failures:
         lines += ["", "Runs that ended with rows to settle or failed (each cell's last):", ""]
         lines += [f"- `{c.kind}` {c.rate:.0%} {c.check}: {c.message}" for c in failures]
+    return "\n".join(lines)
+
+
+def render_overlaps(overlaps: list[Overlap]) -> str:
+    lines = [
+        "**Concurrent runs** (`reliability/concurrent.py`; answers slowed so the first run is "
+        "still going): the second run fails at once, doing nothing, or with `--wait` waits for "
+        "the first; the failed command run again must exit 0, and then every key of the "
+        "server's data is in the warehouse once, a push preview plans nothing and no write "
+        "was applied twice:",
+        "",
+        "| started | second exits | in (s) | the one line | keys lost | keys twice "
+        "| writes twice | writes left | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for o in overlaps:
+        said = o.second_line.split(": error: ", 1)[-1] if o.second_line else "-"
+        said = said[said.find("is in use by") :] if "is in use by" in said else said
+        said = (said[:110] + "...") if len(said) > 110 else said
+        lines.append(
+            f"| {o.describe()} | {o.second_code} | {o.second_seconds:.1f} "
+            f"| {said.replace('|', '/')} | {o.lost} | {o.duplicates} | {o.writes_twice} "
+            f"| {o.writes_left} | {'ok' if o.ok else 'WRONG'} |"
+        )
     return "\n".join(lines)
 
 
