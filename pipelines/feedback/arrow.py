@@ -67,6 +67,8 @@ PARENT_KEYS: dict[str, str] = {
 # rows gathered before a batch becomes Arrow tables: big enough that per-batch costs
 # vanish, small enough that memory stays flat
 BATCH_ROWS = 5_000
+# rejected items logged one by one per table builder; the rest as one count at the end
+REJECTIONS_LOGGED = 5
 
 
 class _Table:
@@ -187,6 +189,7 @@ class Tabulator:
         self._lists, self._objects = nested_fields(root)
         self._pending = 0
         self.rejected = 0
+        self._reported = 0  # rejections logged so far (one by one, or as a count)
 
     def accept(self, item: Any) -> bool:
         """Whether ``item`` (as the API sent it, before shaping) can land as a row; when
@@ -197,12 +200,14 @@ class Tabulator:
         self._rejected.rows.append(rejected_row(self.root, item, reason))
         self.rejected += 1
         self._pending += 1
-        log.warning(
-            "%s: an item was rejected (%s); it is kept whole in %s",
-            self.root,
-            reason,
-            REJECTED_TABLE,
-        )
+        if self.rejected <= REJECTIONS_LOGGED:
+            self._reported = self.rejected
+            log.warning(
+                "%s: an item was rejected (%s); it is kept whole in %s",
+                self.root,
+                reason,
+                REJECTED_TABLE,
+            )
         return False
 
     def add(self, rows: Iterable[Row]) -> Iterator[Any]:
@@ -213,6 +218,14 @@ class Tabulator:
             yield from self.flush()
 
     def flush(self) -> Iterator[Any]:
+        if self.rejected > self._reported:
+            log.warning(
+                "%s: %d more items were rejected; every one is in %s",
+                self.root,
+                self.rejected - self._reported,
+                REJECTED_TABLE,
+            )
+            self._reported = self.rejected
         self._pending = 0
         for table in (self._root, *self._children.values(), self._rejected):
             built = table.arrow()

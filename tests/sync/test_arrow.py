@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -156,3 +157,21 @@ def test_integers_of_any_size_land_exactly() -> None:
     assert table.schema.field("custom").type == pa.decimal128(38, 0)
     assert table.column("custom__v_text").to_pylist() == [None, str(10**40 + 1)]
     assert table.column("note").to_pylist() == ["a", str(10**40 + 1)]
+
+
+def test_rejected_items_are_logged_one_by_one_then_as_a_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tabulator = Tabulator("topics", {}, ColumnTypes({}), batch_rows=4)
+    bad = [{"name": f"no idx {n}"} for n in range(8)]
+    with caplog.at_level(logging.WARNING, logger="feedback_sync"):
+        accepted = [row for row in [*bad, {"idx": "t1"}] if tabulator.accept(row)]
+        batches = list(tabulator.add(accepted)) + list(tabulator.flush())
+    assert accepted == [{"idx": "t1"}] and tabulator.rejected == 8
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("an item was rejected (it has no idx)" in line for line in lines) == 5
+    assert lines[-1] == "topics: 3 more items were rejected; every one is in rejected_rows"
+    rejected = _tables(batches)["rejected_rows"]
+    assert rejected.num_rows == 8 and set(rejected.column("reason").to_pylist()) == {
+        "it has no idx"
+    }
