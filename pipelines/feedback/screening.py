@@ -97,9 +97,23 @@ def _collision(resource: str, item: dict[str, Any]) -> str | None:
     return None
 
 
+# whether a set of keys (in the order sent) collides: objects of one API share a few shapes,
+# so this is one lookup per object instead of a normalization per key
+_COLLIDES: dict[tuple[str, ...], bool] = {}
+
+
 def _clash(keys: Iterable[str], where: str) -> str | None:
+    shape = tuple(keys)
+    collides = _COLLIDES.get(shape)
+    if collides is None:
+        collides = len({column_name(str(key)) for key in shape}) < len(shape)
+        if len(_COLLIDES) > 100_000:
+            _COLLIDES.clear()
+        _COLLIDES[shape] = collides
+    if not collides:
+        return None
     seen: dict[str, str] = {}
-    for key in keys:
+    for key in shape:
         name = column_name(str(key))
         if name in seen:
             return (
