@@ -1,10 +1,11 @@
 """Two runs started against one warehouse at once: the second fails clearly, or waits.
 
 Each overlap starts a real ``feedback-sync`` process (the first), waits until it holds the
-warehouse's run lock, then starts the second. Every answer is slowed (``latency_ms``) so the
-first is still running. The second must either fail at once (exit 1, one line naming the
-run that holds the warehouse, no traceback) or, with ``--wait``, wait for the first and
-then succeed. Afterwards the failed run is run again, and the warehouse must hold every key
+warehouse's run lock, then starts the second. Every answer is slowed (the sandbox's
+``latency_ms``) until the second has failed or said it waits, so the first is still running
+however long the second takes to start; then answers are quick again. The second must
+either fail at once (exit 1, one line naming the run that holds the warehouse, no
+traceback) or, with ``--wait``, wait for the first and then succeed. Afterwards the failed run is run again, and the warehouse must hold every key
 of the server's data once, a push preview must plan nothing, and the server's log must
 show no write applied twice.
 """
@@ -12,8 +13,10 @@ show no write applied twice.
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,9 @@ from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import Harness
 
 KEY = "overlap-key-5b0a"
-LATENCY_MS = 500.0
+# every answer while the second run starts: a CLI start takes seconds on a busy machine,
+# and the first run must still hold the warehouse when the second asks for it
+HOLD_MS = 4000.0
 # (first, second, the second waits for the first)
 OVERLAPS = (
     ("sync", "sync", False),
@@ -91,7 +96,6 @@ def run_overlaps(
                 duckdb_path=workdir / "warehouse.duckdb", pipelines_dir=workdir / "pipelines"
             )
             lock = lock_paths(target)[0]
-            harness.switches(latency_ms=LATENCY_MS)
             for number, (a, b, waits) in enumerate(overlaps, 1):
                 overlap = Overlap(a, b, waits)
                 harness.mutate(seed=seed * 100 + number, counts={"followers": {"create": 2}})
@@ -101,10 +105,11 @@ def run_overlaps(
                     accounts(harness.dump(), n=3, bump=50.0 * number),
                 )
                 harness.mark_requests()
-                # a push makes fewer requests than a sync: slower answers keep it running
-                # while the second starts (a CLI start takes seconds)
-                harness.switches(latency_ms=LATENCY_MS * (3 if a == "push" else 1))
-                _overlap(overlap, commands, env, lock)
+
+                def slow(on: bool) -> None:
+                    harness.switches(latency_ms=HOLD_MS if on else 0.0)
+
+                _overlap(overlap, commands, env, lock, slow)
                 _check(harness, overlap, workdir, dump)
                 results.append(overlap)
         finally:
@@ -113,38 +118,72 @@ def run_overlaps(
 
 
 def _overlap(
-    overlap: Overlap, commands: dict[str, list[str]], env: dict[str, str], lock: Path
+    overlap: Overlap,
+    commands: dict[str, list[str]],
+    env: dict[str, str],
+    lock: Path,
+    slow: Callable[[bool], None],
 ) -> None:
+    """The first run is kept going (every answer slowed, ``slow(True)``) until the second
+    has failed, or has said it waits; then answers are quick again and both end."""
+    slow(True)
     running = LiveRun(commands[overlap.first], env)
     if not _held(lock, timeout=60):
+        slow(False)
         running.finish()
         overlap.problems.append(f"the first run ({overlap.first}) never held the lock")
         return
-    second = [*commands[overlap.second], *(["--wait", "120"] if overlap.waits else [])]
+    second = LiveRun(
+        [*commands[overlap.second], *(["--wait", "120"] if overlap.waits else [])], env
+    )
     started = time.perf_counter()
-    done = subprocess.run(second, env=env, capture_output=True, text=True, timeout=300)
+    if overlap.waits:
+        said = _line_from(second, ": waiting up to 120s: another feedback-sync", timeout=120)
+        slow(False)
+        if not said:
+            overlap.problems.append("the second run did not say it waits")
+    else:
+        second.finish()
+        slow(False)
+    second.finish()
     overlap.second_seconds = time.perf_counter() - started
     running.finish()
     overlap.first_output = "\n".join(running.seen)
-    overlap.first_code, overlap.second_code = running.popen.returncode, done.returncode
-    errors = [line for line in done.stderr.splitlines() if line.startswith("feedback-sync ")]
+    overlap.first_code, overlap.second_code = running.popen.returncode, second.popen.returncode
+    output = "\n".join(second.seen)
+    errors = [line for line in second.seen if line.startswith("feedback-sync ")]
     overlap.second_line = errors[-1] if errors else ""
     if overlap.first_code != 0:
         overlap.problems.append(f"the first run exited {overlap.first_code}")
     if overlap.waits:
-        if done.returncode != 0:
-            overlap.problems.append(f"the waiting run exited {done.returncode}: {done.stderr}")
-        if ": waiting up to 120s: another feedback-sync" not in done.stderr:
-            overlap.problems.append("the second run did not wait (the first had ended)")
+        if second.popen.returncode != 0:
+            overlap.problems.append(f"the waiting run exited {overlap.second_code}: {output}")
         return
-    if done.returncode != 1 or "is in use by another feedback-sync" not in overlap.second_line:
-        overlap.problems.append(f"the second run exited {done.returncode}: {done.stderr[-500:]}")
-    if "Traceback" in done.stderr:
+    if overlap.second_code != 1 or "is in use by another feedback-sync" not in overlap.second_line:
+        overlap.problems.append(f"the second run exited {overlap.second_code}: {output[-500:]}")
+    if "Traceback" in output:
         overlap.problems.append("the second run printed a traceback")
     rerun = subprocess.run(commands[overlap.second], env=env, capture_output=True, text=True)
     overlap.rerun_code = rerun.returncode
     if rerun.returncode != 0:
         overlap.problems.append(f"the rerun exited {rerun.returncode}: {rerun.stderr[-500:]}")
+
+
+def _line_from(run: LiveRun, text: str, timeout: float) -> bool:
+    """Reads ``run``'s output until a line holds ``text``; False if it ended first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = run.lines.get(timeout=0.05)
+        except queue.Empty:
+            continue
+        if line is None:
+            run.lines.put(None)  # finish() reads the end again
+            return False
+        run.seen.append(line)
+        if text in line:
+            return True
+    return False
 
 
 def _held(lock: Path, timeout: float) -> bool:
