@@ -5,15 +5,14 @@ warehouse's run lock, then starts the second. Every answer is slowed (the sandbo
 ``latency_ms``) until the second has failed or said it waits, so the first is still running
 however long the second takes to start; then answers are quick again. The second must
 either fail at once (exit 1, one line naming the run that holds the warehouse, no
-traceback) or, with ``--wait``, wait for the first and then succeed. Afterwards the failed run is run again, and the warehouse must hold every key
-of the server's data once, a push preview must plan nothing, and the server's log must
-show no write applied twice.
+traceback) or, with ``--wait``, wait for the first and then succeed. Afterwards the failed
+run is run again, and the warehouse must hold every key of the server's data once, a push
+preview must plan nothing, and the server's log must show no write applied twice.
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
 import time
 from collections.abc import Callable
@@ -138,7 +137,8 @@ def _overlap(
     )
     started = time.perf_counter()
     if overlap.waits:
-        said = _line_from(second, ": waiting up to 120s: another feedback-sync", timeout=120)
+        waiting = ": waiting up to 120s: another feedback-sync"
+        said = second.wait_for_line(lambda line: waiting in line, timeout=120)
         slow(False)
         if not said:
             overlap.problems.append("the second run did not say it waits")
@@ -167,23 +167,6 @@ def _overlap(
     overlap.rerun_code = rerun.returncode
     if rerun.returncode != 0:
         overlap.problems.append(f"the rerun exited {rerun.returncode}: {rerun.stderr[-500:]}")
-
-
-def _line_from(run: LiveRun, text: str, timeout: float) -> bool:
-    """Reads ``run``'s output until a line holds ``text``; False if it ended first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            line = run.lines.get(timeout=0.05)
-        except queue.Empty:
-            continue
-        if line is None:
-            run.lines.put(None)  # finish() reads the end again
-            return False
-        run.seen.append(line)
-        if text in line:
-            return True
-    return False
 
 
 def _held(lock: Path, timeout: float) -> bool:

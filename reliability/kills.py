@@ -123,6 +123,10 @@ class LiveRun:
 
     def wait_for(self, stage: str, timeout: float) -> bool:
         """Reads lines until the aimed stage opens; False if the run ended or timed out."""
+        return self.wait_for_line(lambda line: _stage_of(line) == stage, timeout)
+
+    def wait_for_line(self, match: Callable[[str], bool], timeout: float) -> bool:
+        """Reads lines until one ``match``es; False if the run ended or timed out."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -130,9 +134,10 @@ class LiveRun:
             except queue.Empty:
                 continue
             if line is None:
+                self.lines.put(None)  # the end stays for finish()
                 return False
             self.seen.append(line)
-            if _stage_of(line) == stage:
+            if match(line):
                 return True
         return False
 
