@@ -9,6 +9,9 @@ import pytest
 # dlt's anonymous telemetry stays off in tests (and in the subprocesses they start)
 os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"
 
+import shutil
+
+from sandbox import postgres
 from sandbox.server import RunningSandbox
 from tests.sync.harness import Harness
 
@@ -23,3 +26,69 @@ def harness(live_sandbox: RunningSandbox, tmp_path: Path) -> Iterator[Harness]:
         yield h
     finally:
         h.close()
+
+
+def _postgres_installable() -> bool:
+    """Whether ``./run test`` could have installed PostgreSQL here (root with apt-get)."""
+    return os.geteuid() == 0 and shutil.which("apt-get") is not None
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[postgres.Server]:
+    """A throwaway PostgreSQL server for this test worker (sandbox/postgres.py).
+
+    Skipped, with the reason in the summary, only where PostgreSQL cannot be installed (not
+    root, or no apt-get); where it could have been, or on CI (``CI`` set), a missing server
+    fails the tests instead.
+    """
+    try:
+        with postgres.running() as server:
+            yield server
+    except postgres.PostgresUnavailable as exc:
+        if os.environ.get("CI") or _postgres_installable():
+            pytest.fail(f"PostgreSQL is required here and did not start: {exc}")
+        pytest.skip(f"PostgreSQL tests SKIPPED: {exc}")
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: postgres.Server, request: pytest.FixtureRequest) -> str:
+    """A new empty database on the worker's server, named after the test; its address."""
+    name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name)[:50].lower()
+    postgres_server.psql(f'drop database if exists "{name}"')
+    return postgres_server.create_database(name)
+
+
+# Test files by their measured time in seconds (a fresh-clone `./run test --durations=0` on
+# 2 cores, summed per file), heaviest first. xdist hands whole files (--dist loadfile) to
+# whichever worker is free, in collection order; starting with the longest files keeps one
+# long file from running alone at the end (longest-first scheduling). A file not listed
+# counts as quick; a stale figure only costs balance, never correctness.
+FILE_SECONDS = {
+    "tests/sync/test_cli_and_secrets.py": 240,
+    "tests/sync/test_variants.py": 164,
+    "tests/flows/test_deploy.py": 156,
+    "tests/flows/test_flow.py": 139,
+    "tests/reliability/test_kill_slice.py": 127,
+    "tests/push/test_push.py": 122,
+    "tests/sync/test_full_and_incremental.py": 92,
+    "tests/push/test_kill.py": 84,
+    "tests/sync/test_resilience.py": 75,
+    "tests/bench/test_bench.py": 71,
+    "tests/sync/test_type_drift.py": 70,
+    "tests/postgres/test_sync_postgres.py": 65,
+    "tests/reliability/test_concurrent_runs.py": 61,
+    "tests/models/test_models.py": 51,
+    "tests/reliability/test_fault_slice.py": 49,
+    "tests/sandbox/test_control_and_seed.py": 47,
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest files first (FILE_SECONDS); the order within a file is kept."""
+    root = Path(__file__).resolve().parent.parent
+
+    def weight(item: pytest.Item) -> int:
+        path = Path(str(item.fspath)).resolve()
+        return -FILE_SECONDS.get(path.relative_to(root).as_posix(), 0)
+
+    items.sort(key=weight)

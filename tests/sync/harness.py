@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -349,6 +350,25 @@ class _Collect(logging.Handler):
             self.warnings.append(record.getMessage())
 
 
+class PostgresReader:
+    """A psycopg2 connection read like a DuckDB one: ``execute(sql)`` returns a cursor with
+    ``description`` and ``fetchall()``; a missing table reads as DuckDB's would fail."""
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg2
+
+        self._con = psycopg2.connect(dsn)
+        self._con.autocommit = True
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        cursor = self._con.cursor()
+        cursor.execute(sql.replace("?", "%s") if params else sql, params)
+        return cursor
+
+    def close(self) -> None:
+        self._con.close()
+
+
 class Harness:
     """One live sandbox, one warehouse under ``tmp``, and helpers to drive and inspect both."""
 
@@ -360,6 +380,8 @@ class Harness:
         self.log_mark = 0
         self.last_output = ""
         self.dlt_warnings: list[str] = []
+        # where sync(), connect() and the truth checks go unless told otherwise
+        self.destination = "duckdb"
 
     def close(self) -> None:
         self.control.close()
@@ -376,7 +398,8 @@ class Harness:
         }
         return FeedbackSettings.validate(**values)
 
-    def target(self, destination: str = "duckdb") -> Target:
+    def target(self, destination: str | None = None) -> Target:
+        destination = destination or self.destination
         return Target(
             destination=destination,
             duckdb_path=self.tmp / "warehouse.duckdb" if destination == "duckdb" else None,
@@ -388,7 +411,7 @@ class Harness:
         self,
         *,
         full: bool = False,
-        destination: str = "duckdb",
+        destination: str | None = None,
         resources: list[str] | None = None,
         after_extract: Callable[[Any], None] | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -443,7 +466,16 @@ class Harness:
         entries = self.control.get("/requests", params={"since": self.log_mark}).json()
         return [e for e in entries["requests"] if e["path"].startswith("/v1/")]
 
-    def connect(self, destination: str = "duckdb") -> Iterator[duckdb.DuckDBPyConnection]:
+    def connect(self, destination: str | None = None) -> Iterator[Any]:
+        """A read connection: DuckDB's, or for ``postgres`` one with DuckDB's ``execute``."""
+        destination = destination or self.destination
+        if destination == "postgres":
+            pg = PostgresReader(os.environ["DESTINATION__POSTGRES__CREDENTIALS"])
+            try:
+                yield pg
+            finally:
+                pg.close()
+            return
         path = self.target(destination).duckdb_file()
         assert path is not None
         con = duckdb.connect(str(path), read_only=True)
@@ -452,12 +484,13 @@ class Harness:
         finally:
             con.close()
 
-    def table_rows(self, table: str, *, destination: str = "duckdb", where: str = "") -> Rows:
+    def table_rows(self, table: str, *, destination: str | None = None, where: str = "") -> Rows:
+        destination = destination or self.destination
         if destination == "parquet":
             with duckdb.connect() as con:
                 file = self.tmp / "parquet" / f"{table}.parquet"
                 return landed_rows(con, table, f"read_parquet('{file}')", where)
-        for con in self.connect():
+        for con in self.connect(destination):
             return landed_rows(con, table, f'feedback."{table}"', where)
         raise AssertionError("unreachable")
 
@@ -465,7 +498,7 @@ class Harness:
         self,
         dump: dict[str, Any] | None = None,
         *,
-        destination: str = "duckdb",
+        destination: str | None = None,
         tables: list[str] | None = None,
         where: str = "",
         whole_seconds: bool = False,

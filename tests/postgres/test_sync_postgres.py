@@ -1,0 +1,63 @@
+"""The sync into a real PostgreSQL server (sandbox/postgres.py), compared with the truth."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sync.harness import Harness
+
+
+@pytest.fixture
+def pg(harness: Harness, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    """The harness syncing into a new database on the worker's PostgreSQL server."""
+    monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", postgres_dsn)
+    harness.destination = "postgres"
+    return harness
+
+
+CHANGES = {
+    "followers": {"create": 3, "update": 2, "delete": 2},
+    "comments": {"create": 6, "update": 2, "delete": 3},
+    "announcements": {"create": 2, "update": 2, "delete": 1},
+    "topics": {"create": 1, "update": 1, "delete": 1},
+    "statuses": {"create": 1, "update": 1},
+    "integration_links": {"create": 2, "delete": 1},
+    "ideas": {"create": 1, "update": 1},
+}
+
+
+def test_full_normal_and_full_again_equal_the_server(pg: Harness) -> None:
+    first = pg.sync(full=True, models=False)
+    pg.assert_equals_truth()
+    assert first.table_rows["followers"] == len(pg.dump()["followers"])
+    changes = pg.mutate(seed=5, counts=CHANGES)
+    after = pg.dump()
+    normal = pg.sync(models=False)
+    # a normal run lands what was created, and applies deletes of the always-complete lists
+    for con in pg.connect():
+        landed = {r[0] for r in con.execute("select idx from feedback.comments").fetchall()}
+        assert set(changes["comments"]["created"]) <= landed
+    pg.assert_equals_truth(after, tables=["topics", "statuses", "ideas", "ideas__topics"])
+    assert normal.rows_removed.get("topics") == 1
+    # a full run then equals the server exactly, hard deletes included
+    full = pg.sync(full=True, models=False)
+    pg.assert_equals_truth(after)
+    assert full.rows_removed["followers"] == 2
+    assert full.rows_removed["comments"] >= 3
+    assert not pg.dlt_warnings, pg.dlt_warnings
+
+
+def test_soft_deletes_mark_rows_in_postgres(pg: Harness) -> None:
+    pg.sync(full=True, delete_mode="soft", models=False)
+    changes = pg.mutate(seed=9, counts={"followers": {"delete": 2}, "comments": {"delete": 2}})
+    result = pg.sync(full=True, delete_mode="soft", models=False)
+    for con in pg.connect():
+        sql = "select idx from feedback.followers where _deleted_at is not null"
+        assert {r[0] for r in con.execute(sql).fetchall()} == set(changes["followers"]["deleted"])
+        first = con.execute("select max(_deleted_at) from feedback.followers").fetchone()
+    assert result.rows_removed["followers"] == 2
+    pg.assert_equals_truth(tables=["followers", "comments"], where="where _deleted_at is null")
+    again = pg.sync(full=True, delete_mode="soft", models=False)
+    assert again.rows_removed.get("followers") is None
+    for con in pg.connect():
+        assert con.execute("select max(_deleted_at) from feedback.followers").fetchone() == first
