@@ -321,8 +321,10 @@ def feedback_sync(
         not_built: str | None = None
         if not run_models:
             not_built = "run_models is off"
-        elif not target.is_duckdb_backed:
-            not_built = f"they run on DuckDB and Parquet targets, not {target.describe()}"
+        elif not target.builds_models:
+            not_built = (
+                f"they run on DuckDB, Parquet and PostgreSQL targets, not {target.describe()}"
+            )
             logger.warning("the SQL models were not built: %s", not_built)
         else:
             model_state = models(target, return_state=True)

@@ -15,13 +15,14 @@ Each file opens with a comment block: a one-line description, then ``grain:``, `
 and ``columns:`` (one ``name: meaning`` line each). ``models --list`` shows it, and the
 tests check that the documented columns are the built ones.
 
-Everything is built in one DuckDB transaction: a model that fails rolls the whole build
+The models are written once, in DuckDB's dialect; on PostgreSQL they are transpiled with
+sqlglot (``pipelines/engines.py``). Everything is built in one transaction of the
+warehouse (DuckDB, or PostgreSQL): a model that fails rolls the whole build
 back (the previous models stay as they were) and raises ``ModelError`` naming the model.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 import tomllib
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines import runlock
+from pipelines.engines import DuckDbEngine, Engine, PostgresEngine
 from pipelines.export import write_parquet
 from pipelines.feedback.arrow import PARENT_KEYS
 from pipelines.feedback.screening import spec_fields
@@ -311,24 +313,6 @@ def render(model: Model, project: Project, dataset: str, existing: dict[str, set
     return _CALL.sub(replace, model.sql)
 
 
-def existing_columns(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, set[str]]:
-    """``{table: {column}}`` of the dataset's tables and views."""
-    return {table: set(columns) for table, columns in column_types(con, dataset).items()}
-
-
-def column_types(con: duckdb.DuckDBPyConnection, dataset: str) -> dict[str, dict[str, str]]:
-    """``{table: {column: DuckDB type}}`` of the dataset's tables and views."""
-    rows = con.execute(
-        "select table_name, column_name, data_type from information_schema.columns "
-        "where table_schema = ?",
-        [dataset],
-    ).fetchall()
-    out: dict[str, dict[str, str]] = {}
-    for table, column, data_type in rows:
-        out.setdefault(table, {})[column] = data_type
-    return out
-
-
 @dataclass
 class BuildResult:
     """What ``build`` made: rows per mart, and the models built."""
@@ -346,48 +330,40 @@ class BuildResult:
 
 
 def build(
-    con: duckdb.DuckDBPyConnection, dataset: str, project: Project | None = None
+    con: Engine | duckdb.DuckDBPyConnection, dataset: str, project: Project | None = None
 ) -> BuildResult:
-    """Builds every model on ``con`` in one transaction.
+    """Builds every model on ``con`` (an engine, or a DuckDB connection) in one transaction.
 
     Raises:
-        ModelError: names the model that failed and carries DuckDB's message; nothing of
-            this build is kept.
+        ModelError: names the model that failed and carries the database's message; nothing
+            of this build is kept.
     """
+    engine: Engine = DuckDbEngine(con) if isinstance(con, duckdb.DuckDBPyConnection) else con
     project = project or load_project()
-    types = column_types(con, dataset)
+    types = engine.column_types(dataset)
     existing = {table: set(columns) for table, columns in types.items()}
     result = BuildResult()
     result.missing_sources = sorted(t for t in project.sources if t not in existing)
-    con.execute("begin transaction")
-    try:
-        for layer in LAYERS:
-            con.execute(f'create schema if not exists "{layer}"')
+    with engine.build(list(LAYERS)):
         for model in project.models:
             sql = render(model, project, dataset, existing).strip().rstrip(";")
             kind = LAYERS[model.layer]
             try:
-                con.execute(f"create or replace {kind} {model.relation} as\n{sql}")
-            except duckdb.Error as exc:
+                engine.create(kind, model.relation, sql)
+            except engine.errors as exc:
                 raise ModelError(
                     f"model {model.layer}.{model.name} ({model.path.name}): {exc}"
                 ) from None
             result.built.append(f"{model.layer}.{model.name}")
             if kind == "table":
-                row = con.execute(f"select count(*) from {model.relation}").fetchone()
-                result.mart_rows[model.name] = int(row[0]) if row else 0
+                rows = engine.execute(f"select count(*) from {model.relation}")
+                result.mart_rows[model.name] = int(rows[0][0]) if rows else 0
         for name, sql in (
             (TYPE_DRIFT, type_drift_sql(dataset, existing)),
             (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
         ):
-            con.execute(f'create or replace view "staging"."{name}" as\n{sql}')
+            engine.create("view", f'"staging"."{name}"', sql)
             result.built.append(f"staging.{name}")
-        con.execute("commit")
-    except BaseException:
-        # a rollback that fails too must not hide why the build failed
-        with contextlib.suppress(duckdb.Error):
-            con.execute("rollback")
-        raise
     return result
 
 
@@ -459,6 +435,17 @@ def describe(project: Project) -> str:
     return "\n".join(lines).rstrip()
 
 
+def _apply_postgres(target: Target, project: Project) -> BuildResult:
+    """Builds the models in the PostgreSQL database the sync loads (dlt's credentials)."""
+    with target.pipeline().sql_client() as client:
+        engine = PostgresEngine(client.native_connection)
+        if not engine.has_schema(target.dataset):
+            raise ModelError(
+                f"{target.describe()} has no dataset {target.dataset!r}: run a sync first"
+            )
+        return build(engine, target.dataset, project)
+
+
 def models_file(target: Target) -> Path:
     """The DuckDB file the models are built in: the warehouse, or one beside the Parquet."""
     if target.is_parquet:
@@ -466,8 +453,8 @@ def models_file(target: Target) -> Path:
     path = target.duckdb_file()
     if path is None:
         raise ModelError(
-            f"the models run on DuckDB and Parquet targets; {target.describe()} is neither "
-            "(run the SQL of sql/ with your own tool there)"
+            "the dashboard and the push read DuckDB and Parquet targets (PostgreSQL not yet); "
+            f"{target.describe()} is neither"
         )
     return path
 
@@ -503,6 +490,13 @@ def apply(target: Target, project: Project | None = None, lock_wait: float = 0.0
 
 def _apply(target: Target, project: Project | None) -> BuildResult:
     project = project or load_project()
+    if target.destination == "postgres":
+        return _apply_postgres(target, project)
+    if not target.builds_models:
+        raise ModelError(
+            "the models run on DuckDB, Parquet and PostgreSQL targets; "
+            f"{target.describe()} is none of them (run the SQL of sql/ with your own tool there)"
+        )
     path = models_file(target)
     if target.is_parquet and not any(target.parquet_dir.glob("*.parquet")):
         raise ModelError(f"no Parquet files in {target.parquet_dir}/: run a sync first")

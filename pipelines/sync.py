@@ -8,7 +8,8 @@ Order of a run:
    load: state travels in the same load package as the data, so it is committed with it;
 3. reconcile deletes for the resources read completely;
 4. for Parquet, write the touched tables out;
-5. build the SQL models of ``sql/`` (unless switched off; DuckDB and Parquet targets);
+5. build the SQL models of ``sql/`` (unless switched off; DuckDB, Parquet and PostgreSQL
+   targets);
 6. summarize.
 """
 
@@ -294,7 +295,7 @@ def _run_sync(
                 pipeline, target.parquet_dir, sorted((touched | missing) & set(result.table_rows))
             )
     journal.clear()
-    if models and target.is_duckdb_backed:
+    if models and target.builds_models:
         print("sync: building the SQL models ...", file=out, flush=True)
         with result.timed("models"):
             try:

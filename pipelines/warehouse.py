@@ -61,6 +61,11 @@ class Target:
         return self.destination in ("duckdb", "parquet")
 
     @property
+    def builds_models(self) -> bool:
+        """Whether ``models`` runs here: DuckDB, Parquet (through DuckDB) and PostgreSQL."""
+        return self.is_duckdb_backed or self.destination == "postgres"
+
+    @property
     def pipeline_name(self) -> str:
         if self.destination == "duckdb":
             return PIPELINE_NAME

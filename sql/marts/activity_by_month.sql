@@ -35,9 +35,11 @@ bounds as (
 ),
 
 months as (
-    select cast(unnest(generate_series(first_month, last_month, interval 1 month)) as date)
-        as month
-    from bounds
+    select cast(g.month as date) as month
+    from bounds,
+        generate_series(
+            cast(first_month as timestamp), cast(last_month as timestamp), interval 1 month
+        ) as g (month)
     where first_month is not null
 ),
 

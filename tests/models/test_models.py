@@ -299,8 +299,8 @@ def test_models_on_a_target_without_a_sync_say_so(tmp_path: Path) -> None:
 
     with pytest.raises(ModelError, match="run a sync first"):
         apply(Target(destination="duckdb", duckdb_path=tmp_path / "none.duckdb"))
-    with pytest.raises(ModelError, match="DuckDB and Parquet targets"):
-        apply(Target(destination="postgres"))
+    with pytest.raises(ModelError, match="DuckDB, Parquet and PostgreSQL targets"):
+        apply(Target(destination="bigquery"))
 
 
 def test_a_column_split_by_type_reads_as_one_and_casts(tmp_path: Path) -> None:
