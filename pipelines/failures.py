@@ -18,6 +18,8 @@ from pipelines.feedback.errors import (
 from pipelines.feedback.shaping import DataError
 
 LOCKED = "Could not set lock on file"
+# a destination server that refused the credentials (libpq's words): configuration, exit 2
+REFUSED_LOGIN = ("password authentication failed", "no password supplied", "does not exist")
 NO_SPACE = "No space left on device"  # strerror(ENOSPC), as DuckDB and the OS word it
 
 
@@ -57,6 +59,16 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 2,
             )
     for error in chain:
+        if _cannot_connect(error):
+            first = _first_line(error)
+            if any(words in first for words in REFUSED_LOGIN):
+                return (
+                    f"the destination refused the login: {first} (check "
+                    "DESTINATION__<NAME>__CREDENTIALS)",
+                    2,
+                )
+            return f"cannot connect to the destination: {first}", 1
+    for error in chain:
         if isinstance(error, WarehouseBusy | LoadFailed):
             return str(error), 1
         if isinstance(error, FeedbackError | DataError):
@@ -90,6 +102,15 @@ def _disk_full(error: BaseException) -> bool:
     return NO_SPACE in str(error)
 
 
+def _cannot_connect(error: BaseException) -> bool:
+    """A database driver's failure to connect or a lost connection (PostgreSQL's psycopg2
+    says ``OperationalError``; dlt says ``DestinationConnectionError``)."""
+    kind = type(error)
+    if kind.__name__ == "DestinationConnectionError":
+        return True
+    return kind.__name__ == "OperationalError" and kind.__module__.startswith("psycopg2")
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
@@ -120,6 +141,9 @@ def is_transient(exc: BaseException) -> bool:
         if isinstance(error, ApiError) and not isinstance(error, RetriesExhausted):
             return False
     for error in chain:
+        if _cannot_connect(error):
+            # a server that is down or restarting may be back; a refused login will not be
+            return not any(words in _first_line(error) for words in REFUSED_LOGIN)
         if isinstance(error, RetriesExhausted | httpx.TransportError | WarehouseBusy):
             return True
         if isinstance(error, DestinationTransientException) or LOCKED in str(error):

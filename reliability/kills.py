@@ -172,8 +172,15 @@ def run_campaign(
     scale: str,
     workdir: Path,
     progress: Callable[[str], None] = lambda line: None,
+    postgres_dsn: str | None = None,
+    stages: tuple[str, ...] = STAGES,
 ) -> Campaign:
-    """Kills ``kills`` runs (at most ``3 * kills`` rounds), checking after each."""
+    """Kills ``kills`` runs (at most ``3 * kills`` rounds) aimed at ``stages``, checking
+    after each.
+
+    With ``postgres_dsn`` the syncs load into that PostgreSQL database instead of a DuckDB
+    file (the push reads DuckDB and Parquet targets only: leave ``push`` out of ``stages``).
+    """
     started = time.perf_counter()
     rng = random.Random(seed)
     campaign = Campaign()
@@ -184,6 +191,10 @@ def run_campaign(
         try:
             env = cli_env(server, workdir)
             sync = [*CLI, "sync", "--pipelines-dir", str(workdir / "pipelines")]
+            if postgres_dsn is not None:
+                harness.destination, harness.postgres_dsn = "postgres", postgres_dsn
+                env["DESTINATION__POSTGRES__CREDENTIALS"] = postgres_dsn
+                sync += ["--destination", "postgres"]
             push = [*CLI, "push", "--apply", "--force", "--curated-dir", str(workdir / "curated")]
             done = subprocess.run(
                 [*sync, "--full"], env=env, capture_output=True, text=True, timeout=600
@@ -195,7 +206,7 @@ def run_campaign(
                 number += 1
                 # the stage with the fewest kills so far: a miss is aimed at again
                 spread = campaign.distribution()
-                aimed = min(STAGES, key=lambda stage: (spread[stage], STAGES.index(stage)))
+                aimed = min(stages, key=lambda stage: (spread[stage], stages.index(stage)))
                 round_ = Round(number, aimed)
                 if aimed == "push":
                     bump = 10.0 * number

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg2
 import pytest
 from prefect.states import Failed
 
@@ -49,6 +50,9 @@ def _wrapped(error: BaseException) -> BaseException:
         (DataError("a row without its key"), False),
         (LoadFailed("the warehouse refused the load"), False),
         (ValueError("anything else"), False),
+        # PostgreSQL: a server that is down may come back; a refused login will not
+        (psycopg2.OperationalError('connection to server at "db" failed: refused'), True),
+        (psycopg2.OperationalError("FATAL:  password authentication failed for user"), False),
     ],
 )
 def test_only_transient_failures_are_retried(error: BaseException, retry: bool) -> None:

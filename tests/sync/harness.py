@@ -382,6 +382,8 @@ class Harness:
         self.dlt_warnings: list[str] = []
         # where sync(), connect() and the truth checks go unless told otherwise
         self.destination = "duckdb"
+        # the PostgreSQL database read (default: DESTINATION__POSTGRES__CREDENTIALS)
+        self.postgres_dsn: str | None = None
 
     def close(self) -> None:
         self.control.close()
@@ -470,7 +472,9 @@ class Harness:
         """A read connection: DuckDB's, or for ``postgres`` one with DuckDB's ``execute``."""
         destination = destination or self.destination
         if destination == "postgres":
-            pg = PostgresReader(os.environ["DESTINATION__POSTGRES__CREDENTIALS"])
+            pg = PostgresReader(
+                self.postgres_dsn or os.environ["DESTINATION__POSTGRES__CREDENTIALS"]
+            )
             try:
                 yield pg
             finally:

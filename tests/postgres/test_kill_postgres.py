@@ -1,0 +1,22 @@
+"""SIGKILL of a real ``feedback-sync sync --destination postgres`` while it loads into
+PostgreSQL, removes deleted rows there, and builds the models there; the next run recovers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reliability.kills import run_campaign
+
+
+def test_a_sync_into_postgres_killed_in_load_reconcile_and_models_recovers(
+    tmp_path: Path, postgres_dsn: str
+) -> None:
+    stages = ("load", "reconcile", "models")
+    campaign = run_campaign(
+        3, seed=11, scale="tiny", workdir=tmp_path, postgres_dsn=postgres_dsn, stages=stages
+    )
+    assert campaign.distribution() == dict.fromkeys(stages, 1), campaign.rounds
+    for round_ in campaign.rounds:
+        assert round_.ok, round_
+    assert campaign.final_equal, campaign.final_problems
+    assert campaign.rows_compared > 400
