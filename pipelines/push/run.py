@@ -36,7 +36,7 @@ from pipelines import runlock
 from pipelines.feedback.client import FeedbackClient
 from pipelines.feedback.errors import SCRUBBER, ApiError, ConfigError, NotFound, OutcomeUnknown
 from pipelines.feedback.settings import FeedbackSettings, load_settings
-from pipelines.models import load_project, models_file
+from pipelines.models import ModelError, load_project, models_file
 from pipelines.push import curated as curated_inputs
 from pipelines.push.journal import Journal, fields_hash
 from pipelines.push.kinds import KINDS, Context, Followers, Request, show_field
@@ -281,7 +281,10 @@ def _run_push(
             )
     chosen = [specs[t] for t in (targets or specs)]
     chosen.sort(key=lambda s: (KINDS[s.kind].order, s.name))
-    path = models_file(target)
+    try:
+        path = models_file(target)
+    except ModelError as exc:
+        raise ConfigError(str(exc)) from None
     if not path.exists():
         raise ConfigError(f"no warehouse at {path}: run `feedback-sync sync` first")
     try:

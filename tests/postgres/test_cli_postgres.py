@@ -49,6 +49,10 @@ def test_sync_models_and_status_into_postgres_leave_the_password_nowhere(
     status = _cli(["status"], env, tmp_path)
     assert status.returncode == 0, status.stderr
     assert "followers" in status.stdout
+    # not yet on PostgreSQL: one line each, nothing done
+    push = _cli(["push"], env, tmp_path)
+    assert push.returncode == 2, push.stdout + push.stderr
+    assert "PostgreSQL not yet" in push.stderr and "Traceback" not in push.stderr
     # a wrong password: one line naming the failure, without the password tried
     wrong = "not-the-password-" + password[:6]
     bad = dict(env, DESTINATION__POSTGRES__CREDENTIALS=postgres_dsn.replace(password, wrong))
@@ -66,7 +70,7 @@ def test_sync_models_and_status_into_postgres_leave_the_password_nowhere(
     assert down.returncode == 1, down.stdout + down.stderr
     assert "cannot connect to the destination" in down.stderr
     assert "Traceback" not in down.stderr
-    for done in (sync, models, status, failed, down):
+    for done in (sync, models, status, push, failed, down):
         for secret in (password, wrong):
             assert secret not in done.stdout and secret not in done.stderr
     for path in tmp_path.rglob("*"):
