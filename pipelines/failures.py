@@ -105,6 +105,8 @@ def _disk_full(error: BaseException) -> bool:
 def _cannot_connect(error: BaseException) -> bool:
     """A database driver's failure to connect or a lost connection (PostgreSQL's psycopg2
     says ``OperationalError``; dlt says ``DestinationConnectionError``)."""
+    if LOCKED in str(error):
+        return False  # DuckDB's file lock, which dlt also calls a connection error
     kind = type(error)
     if kind.__name__ == "DestinationConnectionError":
         return True

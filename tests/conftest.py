@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -8,12 +11,16 @@ import pytest
 
 # dlt's anonymous telemetry stays off in tests (and in the subprocesses they start)
 os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"
-
-import shutil
+# each test process (an xdist worker) gets dlt's data folder of its own, inherited by the
+# runs it starts: a run that passes no --pipelines-dir would otherwise use the shared
+# default (/var/dlt as root), and its run lock, with another worker's run
+os.environ["DLT_DATA_DIR"] = tempfile.mkdtemp(prefix="feedback-sync-dlt-")
 
 from sandbox import postgres
 from sandbox.server import RunningSandbox
 from tests.sync.harness import Harness
+
+atexit.register(shutil.rmtree, os.environ["DLT_DATA_DIR"], ignore_errors=True)
 
 pytest_plugins = ["sandbox.testing"]
 

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.sync.harness import Harness, Intercept
+from tests.sync.test_full_and_incremental import CHANGES
 
 
 @pytest.fixture
@@ -23,17 +24,6 @@ def _unexpected(warnings: list[str]) -> list[str]:
     """dlt's warnings but the one the PostgreSQL loader format decision accepts: it turns
     Arrow items into insert statements row by row (pipelines/warehouse.py says why)."""
     return [w for w in warnings if "ArrowToInsertValuesWriter" not in w]
-
-
-CHANGES = {
-    "followers": {"create": 3, "update": 2, "delete": 2},
-    "comments": {"create": 6, "update": 2, "delete": 3},
-    "announcements": {"create": 2, "update": 2, "delete": 1},
-    "topics": {"create": 1, "update": 1, "delete": 1},
-    "statuses": {"create": 1, "update": 1},
-    "integration_links": {"create": 2, "delete": 1},
-    "ideas": {"create": 1, "update": 1},
-}
 
 
 def test_full_normal_and_full_again_equal_the_server(pg: Harness) -> None:

@@ -11,6 +11,16 @@ from pipelines.feedback.settings import RESOURCES
 from tests.sync.harness import COLUMNS, Harness
 
 ROOTS = list(RESOURCES)
+# seeded changes of every kind in every resource (the PostgreSQL tests make the same)
+CHANGES = {
+    "followers": {"create": 3, "update": 2, "delete": 2},
+    "comments": {"create": 6, "update": 2, "delete": 3},
+    "announcements": {"create": 2, "update": 2, "delete": 1},
+    "topics": {"create": 1, "update": 1, "delete": 1},
+    "statuses": {"create": 1, "update": 1},
+    "integration_links": {"create": 2, "delete": 1},
+    "ideas": {"create": 1, "update": 1},
+}
 
 
 def _per_path(requests: list[dict[str, Any]]) -> Counter[str]:
@@ -67,18 +77,7 @@ def test_first_run_without_full_reads_everything(harness: Harness) -> None:
 def test_normal_run_fetches_only_what_changed_then_full_equals_truth(harness: Harness) -> None:
     harness.sync(full=True)
     before = harness.dump()
-    changes = harness.mutate(
-        seed=5,
-        counts={
-            "followers": {"create": 3, "update": 2, "delete": 2},
-            "comments": {"create": 6, "update": 2, "delete": 3},
-            "announcements": {"create": 2, "update": 2, "delete": 1},
-            "topics": {"create": 1, "update": 1, "delete": 1},
-            "statuses": {"create": 1, "update": 1},
-            "integration_links": {"create": 2, "delete": 1},
-            "ideas": {"create": 1, "update": 1},
-        },
-    )
+    changes = harness.mutate(seed=5, counts=CHANGES)
     after = harness.dump()
     harness.mark_requests()
     result = harness.sync()
