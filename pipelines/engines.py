@@ -47,15 +47,12 @@ TRY_CAST_PREFIX = "feedback_sync_try_"
 class Engine(Protocol):
     """A connection the models are built on."""
 
-    name: str
     # what a failed statement raises: a model that fails is reported with its name
     errors: tuple[type[Exception], ...]
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
     def column_types(self, schema: str) -> dict[str, dict[str, str]]: ...
-
-    def has_schema(self, schema: str) -> bool: ...
 
     def build(self, schemas: Sequence[str]) -> contextlib.AbstractContextManager[None]: ...
 
@@ -74,10 +71,13 @@ def _catalog(engine: Engine, schema: str) -> dict[str, dict[str, str]]:
     return out
 
 
+def has_schema(engine: Engine, schema: str) -> bool:
+    sql = "select 1 from information_schema.schemata where schema_name = ?"
+    return bool(engine.execute(sql, [schema]))
+
+
 class DuckDbEngine:
     """A DuckDB connection (the warehouse file, or the models file beside Parquet)."""
-
-    name = "duckdb"
 
     def __init__(self, con: Any) -> None:
         import duckdb
@@ -91,10 +91,6 @@ class DuckDbEngine:
 
     def column_types(self, schema: str) -> dict[str, dict[str, str]]:
         return _catalog(self, schema)
-
-    def has_schema(self, schema: str) -> bool:
-        sql = "select 1 from information_schema.schemata where schema_name = ?"
-        return bool(self.execute(sql, [schema]))
 
     @contextlib.contextmanager
     def build(self, schemas: Sequence[str]) -> Iterator[None]:
@@ -119,8 +115,6 @@ class DuckDbEngine:
 class PostgresEngine:
     """A psycopg2 connection (dlt's, from the pipeline's credentials), autocommitting."""
 
-    name = "postgres"
-
     def __init__(self, con: Any) -> None:
         import psycopg2
 
@@ -130,6 +124,7 @@ class PostgresEngine:
             sqlglot.errors.SqlglotError,
             ValueError,
         )
+        self.functions_schema = "staging"
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self.con.cursor() as cursor:
@@ -145,10 +140,6 @@ class PostgresEngine:
             for table, columns in _catalog(self, schema).items()
         }
 
-    def has_schema(self, schema: str) -> bool:
-        sql = "select 1 from information_schema.schemata where schema_name = ?"
-        return bool(self.execute(sql, [schema]))
-
     @contextlib.contextmanager
     def build(self, schemas: Sequence[str]) -> Iterator[None]:
         """One transaction; the model schemas are made anew (PostgreSQL's ``create or
@@ -159,7 +150,9 @@ class PostgresEngine:
             for schema in schemas:
                 self.execute(f'drop schema if exists "{schema}" cascade')
                 self.execute(f'create schema "{schema}"')
-            self._try_cast_functions(schemas[0])
+            # try_cast's stand-ins live in the first schema (staging), made anew with it
+            self.functions_schema = schemas[0]
+            self._try_cast_functions(self.functions_schema)
             yield
             self.execute("commit")
         except BaseException:
@@ -168,7 +161,7 @@ class PostgresEngine:
             raise
 
     def create(self, kind: str, relation: str, sql: str) -> None:
-        self.execute(f"create {kind} {relation} as\n{to_postgres(sql)}")
+        self.execute(f"create {kind} {relation} as\n{to_postgres(sql, self.functions_schema)}")
 
     def _try_cast_functions(self, schema: str) -> None:
         for sql_type in ("bigint", "double precision", "boolean", "timestamptz", "json", "text"):
@@ -185,7 +178,7 @@ def try_cast_function(sql_type: str) -> str:
     return TRY_CAST_PREFIX + sql_type.lower().replace(" ", "_")
 
 
-def to_postgres(sql: str, functions_schema: str = "staging") -> str:
+def to_postgres(sql: str, functions_schema: str) -> str:
     """``sql`` (DuckDB's dialect) in PostgreSQL's, by sqlglot and the rewrites above."""
     tree = sqlglot.parse_one(sql, read="duckdb")
     tree = tree.transform(lambda node: _for_postgres(node, functions_schema))

@@ -33,7 +33,7 @@ from pathlib import Path
 import duckdb
 
 from pipelines import runlock
-from pipelines.engines import DuckDbEngine, Engine, PostgresEngine
+from pipelines.engines import DuckDbEngine, Engine, PostgresEngine, has_schema
 from pipelines.export import write_parquet
 from pipelines.feedback.arrow import PARENT_KEYS
 from pipelines.feedback.screening import spec_fields
@@ -439,7 +439,7 @@ def _apply_postgres(target: Target, project: Project) -> BuildResult:
     """Builds the models in the PostgreSQL database the sync loads (dlt's credentials)."""
     with target.pipeline().sql_client() as client:
         engine = PostgresEngine(client.native_connection)
-        if not engine.has_schema(target.dataset):
+        if not has_schema(engine, target.dataset):
             raise ModelError(
                 f"{target.describe()} has no dataset {target.dataset!r}: run a sync first"
             )

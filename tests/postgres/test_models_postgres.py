@@ -133,7 +133,8 @@ def test_the_postgres_rewrites() -> None:
     sql = to_postgres(
         "select map_from_entries(list(struct_pack(k := t, v := n) order by t) "
         "filter (where t is not null)) as m, coalesce(x, map()::map(varchar, bigint)) as e, "
-        "try_cast(s as double) as d, round(f, 2) as r from (select 1) "
+        "try_cast(s as double) as d, round(f, 2) as r from (select 1) ",
+        "staging",
     )
     assert "JSONB_OBJECT_AGG(t, n) FILTER(WHERE NOT t IS NULL)" in sql
     assert "CAST('{}' AS JSONB)" in sql
