@@ -11,14 +11,22 @@ PostgreSQL spelling for are rewritten on the parsed tree first (``_for_postgres`
   ``staging`` schema that returns NULL where the cast fails (PostgreSQL has no try_cast);
 - a subquery in ``FROM`` without an alias (``source()`` gives one) gets one;
 - ``round(x, n)`` rounds ``x`` as ``numeric`` and gives back a double, as DuckDB does for the
-  doubles the models round (PostgreSQL has no ``round(double precision, int)``).
+  doubles the models round (PostgreSQL has no ``round(double precision, int)``);
+- ``to_json(struct_pack(k := v, ...))`` (the push's packed curated columns) becomes
+  ``json_build_object('k', v, ...)``;
+- ``format('... {} ... {:,.2f} ...', a, b)`` (the push's note text) becomes the same text
+  joined with ``||``, a ``{:,.Nf}`` placeholder as ``to_char`` of the value as ``numeric``
+  with a comma every three digits. Other placeholders have no rewrite and fail, named.
 
-Each engine runs one build in one transaction: a failed model rolls all of it back.
+Each engine runs one build in one transaction: a failed model rolls all of it back. The
+push and the dashboard read through the same engines (``query``, ``translate``); the SQL
+they send untranslated (the push's lookups and journal) is written in what both accept.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
@@ -52,6 +60,14 @@ class Engine(Protocol):
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
+    def query(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]: ...
+
+    def translate(self, sql: str) -> str:
+        """``sql``, written in DuckDB's dialect, in this engine's."""
+        ...
+
     def column_types(self, schema: str) -> dict[str, dict[str, str]]: ...
 
     def build(self, schemas: Sequence[str]) -> contextlib.AbstractContextManager[None]: ...
@@ -76,6 +92,24 @@ def has_schema(engine: Engine, schema: str) -> bool:
     return bool(engine.execute(sql, [schema]))
 
 
+def has_relation(engine: Engine, schema: str, name: str) -> bool:
+    """A table or a view ``schema.name`` exists."""
+    sql = "select 1 from information_schema.tables where table_schema = ? and table_name = ?"
+    return bool(engine.execute(sql, [schema, name]))
+
+
+def records(engine: Engine, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """The rows of ``sql`` as dicts by column name."""
+    names, rows = engine.query(sql, params)
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def columns_of(engine: Engine, relation: str) -> list[str]:
+    """The column names of ``relation`` (a table, or a table function such as read_csv)."""
+    names, _ = engine.query(engine.translate(f"select * from {relation} as _r limit 0"))
+    return names
+
+
 class DuckDbEngine:
     """A DuckDB connection (the warehouse file, or the models file beside Parquet)."""
 
@@ -88,6 +122,16 @@ class DuckDbEngine:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = self.con.execute(sql, list(params)).fetchall()
         return rows
+
+    def query(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        cursor = self.con.execute(sql, list(params))
+        names = [d[0] for d in cursor.description or ()]
+        return names, cursor.fetchall()
+
+    def translate(self, sql: str) -> str:
+        return sql
 
     def column_types(self, schema: str) -> dict[str, dict[str, str]]:
         return _catalog(self, schema)
@@ -113,12 +157,22 @@ class DuckDbEngine:
 
 
 class PostgresEngine:
-    """A psycopg2 connection (dlt's, from the pipeline's credentials), autocommitting."""
+    """A psycopg2 connection (dlt's, from the pipeline's credentials), autocommitting.
+
+    ``json`` and ``jsonb`` values come back as their text, as DuckDB gives a JSON value (the
+    push parses them where it reads them). Parameters are written ``?``, as for DuckDB.
+    """
 
     def __init__(self, con: Any) -> None:
         import psycopg2
+        import psycopg2.extras
 
         self.con = con
+        for register in (
+            psycopg2.extras.register_default_json,
+            psycopg2.extras.register_default_jsonb,
+        ):
+            register(con, loads=_text)
         self.errors: tuple[type[Exception], ...] = (
             psycopg2.Error,
             sqlglot.errors.SqlglotError,
@@ -127,12 +181,24 @@ class PostgresEngine:
         self.functions_schema = "staging"
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.query(sql, params)[1]
+
+    def query(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if params:
+            # psycopg2's placeholders are %s, so a literal % is written %%
+            sql = sql.replace("%", "%%").replace("?", "%s")
         with self.con.cursor() as cursor:
-            cursor.execute(sql.replace("?", "%s") if params else sql, list(params) or None)
+            cursor.execute(sql, list(params) or None)
             if cursor.description is None:
-                return []
+                return [], []
+            names = [d[0] for d in cursor.description]
             rows: list[tuple[Any, ...]] = cursor.fetchall()
-            return rows
+            return names, rows
+
+    def translate(self, sql: str) -> str:
+        return to_postgres(sql, self.functions_schema)
 
     def column_types(self, schema: str) -> dict[str, dict[str, str]]:
         return {
@@ -173,6 +239,10 @@ class PostgresEngine:
             )
 
 
+def _text(value: str) -> str:
+    return value
+
+
 def try_cast_function(sql_type: str) -> str:
     """The name of the function that stands for ``try_cast(x as sql_type)`` on PostgreSQL."""
     return TRY_CAST_PREFIX + sql_type.lower().replace(" ", "_")
@@ -207,7 +277,88 @@ def _for_postgres(node: exp.Expression, functions_schema: str) -> exp.Expression
         as_numeric = exp.cast(node.this, exp.DataType.build("numeric"))
         rounded = exp.Round(this=as_numeric, decimals=node.args["decimals"])
         return exp.cast(rounded, exp.DataType.build("double precision", dialect="postgres"))
+    if isinstance(node, exp.JSONFormat | exp.Anonymous) and _is_to_json_of_struct(node):
+        return _json_object(node)
+    if isinstance(node, exp.Format) or (
+        isinstance(node, exp.Anonymous) and str(node.this).lower() == "format"
+    ):
+        return _format(node)
     return node
+
+
+def _is_to_json_of_struct(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Anonymous):
+        if str(node.this).lower() != "to_json" or len(node.expressions) != 1:
+            return False
+        inner = node.expressions[0]
+    else:
+        inner = node.this
+    return isinstance(inner, exp.Struct)
+
+
+def _json_object(node: exp.Expression) -> exp.Expression:
+    """``to_json(struct_pack(k := v, ...))`` -> ``json_build_object('k', v, ...)``."""
+    struct = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+    arguments: list[exp.Expression] = []
+    for entry in struct.expressions:
+        if isinstance(entry, exp.PropertyEQ):
+            key, value = entry.this.name, entry.expression
+        elif isinstance(entry, exp.Alias):
+            key, value = entry.alias, entry.this
+        else:
+            raise ValueError(f"no PostgreSQL spelling for {node.sql(dialect='duckdb')}")
+        arguments += [exp.Literal.string(key), value]
+    return exp.Anonymous(this="json_build_object", expressions=arguments)
+
+
+# the format placeholders with a PostgreSQL spelling: {} and {:,.Nf} / {:.Nf}
+_PLACEHOLDER = re.compile(r"\{(?::(,?)\.(\d+)f)?\}")
+
+
+def _format(node: exp.Expression) -> exp.Expression:
+    """DuckDB's ``format(text, args...)`` as text joined with ``||``."""
+    arguments = (
+        list(node.expressions)
+        if isinstance(node, exp.Anonymous)
+        else [node.this, *node.expressions]
+    )
+    template, values = arguments[0], arguments[1:]
+    if not isinstance(template, exp.Literal) or not template.is_string:
+        raise ValueError(f"no PostgreSQL spelling for {node.sql(dialect='duckdb')}")
+    text = template.this
+    parts: list[exp.Expression] = []
+    position = 0
+    for n, match in enumerate(_PLACEHOLDER.finditer(text)):
+        if n >= len(values):
+            raise ValueError(f"{node.sql(dialect='duckdb')}: more placeholders than values")
+        outside = text[position : match.start()]
+        if "{" in outside or "}" in outside:
+            raise ValueError(f"no PostgreSQL spelling for the format {text!r}")
+        if outside:
+            parts.append(exp.Literal.string(outside))
+        value = values[n]
+        if match.group(2) is None:
+            parts.append(exp.cast(value, exp.DataType.build("text")))
+        else:
+            digits = int(match.group(2))
+            whole = "999," * 5 + "990" if match.group(1) else "9" * 17 + "0"
+            picture = "FM" + whole + ("." + "0" * digits if digits else "")
+            as_numeric = exp.cast(value, exp.DataType.build("numeric"))
+            parts.append(
+                exp.Anonymous(this="to_char", expressions=[as_numeric, exp.Literal.string(picture)])
+            )
+        position = match.end()
+    rest = text[position:]
+    if "{" in rest or "}" in rest:
+        raise ValueError(f"no PostgreSQL spelling for the format {text!r}")
+    if rest:
+        parts.append(exp.Literal.string(rest))
+    if not parts:
+        return exp.Literal.string("")
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = exp.DPipe(this=joined, expression=part)
+    return exp.Paren(this=joined)
 
 
 def _object_agg(node: exp.MapFromEntries) -> exp.Expression:

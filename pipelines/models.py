@@ -23,9 +23,10 @@ back (the previous models stay as they were) and raises ``ModelError`` naming th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -452,11 +453,36 @@ def models_file(target: Target) -> Path:
         return target.parquet_dir / MODELS_DUCKDB
     path = target.duckdb_file()
     if path is None:
-        raise ModelError(
-            "the dashboard and the push read DuckDB and Parquet targets (PostgreSQL not yet); "
-            f"{target.describe()} is neither"
-        )
+        raise ModelError(f"{target.describe()} keeps its models in no DuckDB file")
     return path
+
+
+@contextlib.contextmanager
+def warehouse(target: Target, *, read_only: bool = False) -> Iterator[tuple[Engine, str]]:
+    """The engine the models of ``target`` live on, and how messages name it: the DuckDB
+    file (the warehouse, or the one beside the Parquet), or the PostgreSQL database.
+
+    Raises:
+        ModelError: the target keeps no models (another destination), or there is no
+            warehouse yet.
+    """
+    if target.destination == "postgres":
+        with target.pipeline().sql_client() as client:
+            yield PostgresEngine(client.native_connection), target.describe()
+        return
+    if not target.builds_models:
+        raise ModelError(
+            "the dashboard and the push read DuckDB, Parquet and PostgreSQL targets; "
+            f"{target.describe()} is none of them"
+        )
+    path = models_file(target)
+    if not path.exists():
+        raise ModelError(f"no warehouse at {path}: run `feedback-sync sync` first")
+    con = open_models_file(path, read_only=read_only)
+    try:
+        yield DuckDbEngine(con), str(path)
+    finally:
+        con.close()
 
 
 def open_models_file(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:

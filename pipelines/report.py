@@ -21,9 +21,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-from pipelines.models import MARTS_SCHEMA, ModelError, models_file, open_models_file
+from pipelines.engines import Engine, records
+from pipelines.models import MARTS_SCHEMA, ModelError, warehouse
 from pipelines.warehouse import Target
 
 PALETTE = ("#4f46e5", "#0ea5e9", "#10b981", "#f59e0b", "#ef4444", "#8b5cf6", "#64748b")
@@ -50,19 +49,15 @@ def write(target: Target, output: Path) -> Report:
     """Writes the dashboard of ``target``'s marts to ``output`` (replaced whole).
 
     Raises:
-        ModelError: no models file, or the marts are not built there.
+        ModelError: no warehouse, or the marts are not built there.
     """
-    path = models_file(target)
-    if not path.exists():
-        raise ModelError(f"no warehouse at {path}: run a sync first")
-    con = open_models_file(path, read_only=True)
-    try:
+    with warehouse(target, read_only=True) as (engine, where):
         marts = {
             row[0]
-            for row in con.execute(
+            for row in engine.execute(
                 "select table_name from information_schema.tables where table_schema = ?",
                 [MARTS_SCHEMA],
-            ).fetchall()
+            )
         }
         needed = {
             "idea_engagement",
@@ -74,10 +69,8 @@ def write(target: Target, output: Path) -> Report:
         }
         if not needed <= marts:
             missing = ", ".join(sorted(needed - marts))
-            raise ModelError(f"{path} lacks the marts {missing}: run `feedback-sync models` first")
-        page, charts = render(con, source=str(path))
-    finally:
-        con.close()
+            raise ModelError(f"{where} lacks the marts {missing}: run `feedback-sync models` first")
+        page, charts = render(engine, source=where)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.name}.partial")
     partial.write_text(page, encoding="utf-8")
@@ -85,13 +78,11 @@ def write(target: Target, output: Path) -> Report:
     return Report(output, charts, len(page.encode()))
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
-    cursor = con.execute(sql)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+def _rows(engine: Engine, sql: str) -> list[dict[str, Any]]:
+    return records(engine, engine.translate(sql))
 
 
-def render(con: duckdb.DuckDBPyConnection, source: str) -> tuple[str, int]:
+def render(con: Engine, source: str) -> tuple[str, int]:
     """The page, and how many charts it has."""
     m = MARTS_SCHEMA
     kpis = _rows(

@@ -9,7 +9,7 @@ reads, in this order:
    both at once is an error). In a CSV file the declared columns are read as text, exactly
    as written (the push converts them per field, so "00123" stays "00123" and "2500.50"
    stays exact); extra columns take the type DuckDB detects for the whole column;
-2. the table or view ``curated.accounts`` of the warehouse.
+2. the table or view ``curated.accounts`` of the warehouse (the only place on PostgreSQL).
 
 A declared column that is absent reads as NULL (a required one is an error), a column
 that is neither declared nor packed is an error naming it (a typo must not be dropped
@@ -22,8 +22,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
-
+from pipelines.engines import Engine, columns_of, has_relation
 from pipelines.feedback.errors import ConfigError
 
 SCHEMA = "curated"
@@ -67,7 +66,7 @@ class Source:
     columns: tuple[str, ...]
 
 
-def find(con: duckdb.DuckDBPyConnection, table: CuratedTable, folder: Path | None) -> Source | None:
+def find(con: Engine, table: CuratedTable, folder: Path | None) -> Source | None:
     """The curated table's source, or None when there is neither a file nor a table."""
     if folder is not None:
         files = [
@@ -81,39 +80,30 @@ def find(con: duckdb.DuckDBPyConnection, table: CuratedTable, folder: Path | Non
             )
         if files:
             return _file_source(con, table, files[0])
-    exists = con.execute(
-        "select 1 from information_schema.tables where table_schema = ? and table_name = ?",
-        [SCHEMA, table.name],
-    ).fetchall()
-    if not exists:
+    if not has_relation(con, SCHEMA, table.name):
         return None
     relation = f'"{SCHEMA}"."{table.name}"'
     return _checked(con, table, relation, f"the warehouse table {SCHEMA}.{table.name}")
 
 
-def _file_source(con: duckdb.DuckDBPyConnection, table: CuratedTable, file: Path) -> Source:
+def _file_source(con: Engine, table: CuratedTable, file: Path) -> Source:
+    """A file beside a DuckDB or Parquet target, read by DuckDB."""
     path = str(file.resolve()).replace("'", "''")
     if file.suffix == ".parquet":
         return _checked(con, table, f"read_parquet('{path}')", str(file))
     try:
-        header = [
-            row[0] for row in con.execute(f"describe select * from read_csv('{path}')").fetchall()
-        ]
-    except duckdb.Error as exc:
+        header = columns_of(con, f"read_csv('{path}')")
+    except con.errors as exc:
         raise ConfigError(f"cannot read {file}: {exc}") from None
     text = ", ".join(f"'{c}': 'VARCHAR'" for c in header if c in table.columns)
     relation = f"read_csv('{path}', header = true" + (f", types = {{{text}}})" if text else ")")
     return _checked(con, table, relation, str(file))
 
 
-def _checked(
-    con: duckdb.DuckDBPyConnection, table: CuratedTable, relation: str, where: str
-) -> Source:
+def _checked(con: Engine, table: CuratedTable, relation: str, where: str) -> Source:
     try:
-        columns = tuple(
-            row[0] for row in con.execute(f"describe select * from {relation}").fetchall()
-        )
-    except duckdb.Error as exc:
+        columns = tuple(columns_of(con, relation))
+    except con.errors as exc:
         raise ConfigError(f"cannot read {where}: {exc}") from None
     missing = [c for c in table.required if c not in columns]
     if missing:

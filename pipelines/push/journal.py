@@ -11,6 +11,9 @@
 
 An intent without an outcome is what a crash leaves; the next run looks the object up
 (``kinds.Kind.lookup``) before anything is planned, so it is never created twice.
+
+The journal's SQL is written in what DuckDB and PostgreSQL both accept: it lives in either
+warehouse (``pipelines.engines``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import duckdb
+from pipelines.engines import Engine
 
 SCHEMA = "push"
 
@@ -43,7 +46,7 @@ create table if not exists {SCHEMA}._push_rows (
 );
 create table if not exists {SCHEMA}._push_snapshot (
     target varchar, key varchar, idx varchar, payload_hash varchar, fields json,
-    confirmed_at double, deleted boolean, desired_hash varchar
+    confirmed_at double precision, deleted boolean, desired_hash varchar
 );
 """
 
@@ -92,7 +95,7 @@ class Pending:
 class Journal:
     """Writes the journal; thread-safe (one lock around the one connection)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, con: Engine) -> None:
         self.con = con
         self._lock = threading.Lock()
         self._seq = 0
@@ -264,14 +267,15 @@ class Journal:
             "select key, idx, confirmed_at, payload_hash, deleted, desired_hash "
             f"from {SCHEMA}._push_snapshot where target = ?",
             [target],
-        ).fetchall()
+        )
         return {k: Known(idx, float(at), h, bool(d), dh) for k, idx, at, h, d, dh in rows}
 
     def pending(self, target: str) -> list[Pending]:
         """Intents of earlier runs that never got an outcome."""
         rows = self.con.execute(
             f"""
-            select i.run_id, i.seq, i.target, i.key, i.action, i.idx, i.payload
+            select i.run_id, i.seq, i.target, i.key, i.action, i.idx,
+                   cast(i.payload as varchar) as payload
             from {SCHEMA}._push_rows as i
             where i.target = ? and i.state = 'intent' and i.run_id <> ?
               and not exists (
@@ -280,7 +284,7 @@ class Journal:
             order by i.run_id, i.seq
             """,
             [target, self.run_id],
-        ).fetchall()
+        )
         return [
             Pending(r, int(s), t, k, a, idx, json.loads(p) if p else None)
             for r, s, t, k, a, idx, p in rows

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
-import duckdb
-
+from pipelines.engines import Engine, has_relation, records
 from pipelines.feedback.client import FeedbackClient
 from pipelines.feedback.errors import NotFound
 from pipelines.feedback.paging import Chain, CursorPaginator, PageNumberPaginator, walk
@@ -90,7 +89,7 @@ class Request:
 class Context:
     """What kinds read besides their rows."""
 
-    con: duckdb.DuckDBPyConnection
+    con: Engine  # the warehouse (DuckDB or PostgreSQL)
     dataset: str
     client: FeedbackClient
     target: str
@@ -101,25 +100,17 @@ class Context:
     taken_idxs: set[str] = field(default_factory=set)
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        cursor = self.con.execute(sql, params or [])
-        names = [d[0] for d in cursor.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        """Rows of ``sql``, written in what DuckDB and PostgreSQL both accept."""
+        return records(self.con, sql, params or [])
 
     def has(self, schema: str, table: str) -> bool:
-        return bool(
-            self.con.execute(
-                "select 1 from information_schema.tables where table_schema = ? and table_name = ?",
-                [schema, table],
-            ).fetchall()
-        )
+        return has_relation(self.con, schema, table)
 
     def load_times(self, table: str) -> dict[str, float]:
         """idx -> when the forward sync loaded that row (dlt's load id is a unix time)."""
         if not self.has(self.dataset, table):
             return {}
-        rows = self.con.execute(
-            f'select idx, _dlt_load_id from "{self.dataset}"."{table}"'
-        ).fetchall()
+        rows = self.con.execute(f'select idx, _dlt_load_id from "{self.dataset}"."{table}"')
         out: dict[str, float] = {}
         for idx, load_id in rows:
             try:

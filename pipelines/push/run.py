@@ -2,9 +2,9 @@
 
 Order of a run:
 
-1. open the warehouse (DuckDB, or the models file beside Parquet), check the models were
-   built, find each target's curated inputs (a target whose inputs are missing is skipped
-   with that reason, or is an error when it was asked for by name);
+1. open the warehouse (DuckDB, the models file beside Parquet, or PostgreSQL), check the
+   models were built, find each target's curated inputs (a target whose inputs are missing
+   is skipped with that reason, or is an error when it was asked for by name);
 2. per target, parents first (topics, statuses, followers, idea notes, announcements):
    close what a crashed run left (intents without outcome are looked up), read the desired
    rows, plan (``plan.py``);
@@ -19,6 +19,7 @@ invalid, rejected or held, a target was refused, or the run failed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
@@ -29,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import duckdb
 import httpx
 
 from pipelines import runlock
+from pipelines.engines import Engine, has_schema, records
 from pipelines.feedback.client import FeedbackClient
 from pipelines.feedback.errors import SCRUBBER, ApiError, ConfigError, NotFound, OutcomeUnknown
 from pipelines.feedback.settings import FeedbackSettings, load_settings
-from pipelines.models import ModelError, load_project, models_file
+from pipelines.models import ModelError, load_project, warehouse
 from pipelines.push import curated as curated_inputs
 from pipelines.push.journal import Journal, fields_hash
 from pipelines.push.kinds import KINDS, Context, Followers, Request, show_field
@@ -44,7 +45,7 @@ from pipelines.push.plan import Step, TargetPlan, plan_target
 from pipelines.push.settings import PushSettings, load_push_settings
 from pipelines.push.targets import PUSH_DIR, TargetSpec, load_targets, render
 from pipelines.push.values import shown
-from pipelines.warehouse import Target, duckdb_memory_limit
+from pipelines.warehouse import Target
 
 log = logging.getLogger("feedback_sync")
 NOTHING_LEFT = "custom attributes are disabled at the service; nothing else to send"
@@ -215,7 +216,7 @@ class FollowerResolver:
                 if self._ctx.has("staging", "followers"):
                     for idx, address in self._ctx.con.execute(
                         "select follower_idx, email from staging.followers"
-                    ).fetchall():
+                    ):
                         if isinstance(address, str):
                             self._copy[address.lower()] = idx
             if key in self._copy:
@@ -281,59 +282,53 @@ def _run_push(
             )
     chosen = [specs[t] for t in (targets or specs)]
     chosen.sort(key=lambda s: (KINDS[s.kind].order, s.name))
-    try:
-        path = models_file(target)
-    except ModelError as exc:
-        raise ConfigError(str(exc)) from None
-    if not path.exists():
-        raise ConfigError(f"no warehouse at {path}: run `feedback-sync sync` first")
-    try:
-        con = duckdb.connect(str(path), config={"memory_limit": duckdb_memory_limit()})
-    except duckdb.Error as exc:
-        raise ConfigError(f"cannot open the warehouse {path}: {exc}") from None
     settings = settings or load_settings()
     result = PushResult(applied=apply, where=f"{target.describe()} -> {settings.base_url}")
-    client = FeedbackClient(settings, transport=transport)
-    try:
-        if not con.execute(
-            "select 1 from information_schema.schemata where schema_name = 'staging'"
-        ).fetchall():
-            raise ConfigError(
-                f"{path} has no staging models: run `feedback-sync models` (or a sync) first"
-            )
-        journal = Journal(con)
-        result.run_id = journal.start(apply, force, [s.name for s in chosen])
+    with contextlib.ExitStack() as opened:
         try:
-            _run(
-                result,
-                chosen,
-                declared,
-                con,
-                target,
-                client,
-                journal,
-                push_settings,
-                explicit=bool(targets),
-                apply=apply,
-                force=force,
-                out=out,
+            engine, where = opened.enter_context(warehouse(target))
+        except ModelError as exc:
+            raise ConfigError(str(exc)) from None
+        client = FeedbackClient(settings, transport=transport)
+        try:
+            if not has_schema(engine, "staging"):
+                raise ConfigError(
+                    f"{where} has no staging models: run `feedback-sync models` (or a sync) first"
+                )
+            journal = Journal(engine)
+            result.run_id = journal.start(apply, force, [s.name for s in chosen])
+            try:
+                _run(
+                    result,
+                    chosen,
+                    declared,
+                    engine,
+                    target,
+                    client,
+                    journal,
+                    push_settings,
+                    explicit=bool(targets),
+                    apply=apply,
+                    force=force,
+                    out=out,
+                )
+            except BaseException as exc:
+                result.error = (
+                    SCRUBBER.scrub(str(exc)) if isinstance(exc, Exception) else type(exc).__name__
+                )
+                journal.finish("failed", result.totals(), result.error)
+                raise
+            status = (
+                "preview" if not apply else ("ok" if result.exit_code() == 0 else "rows_failed")
             )
-        except BaseException as exc:
-            result.error = (
-                SCRUBBER.scrub(str(exc)) if isinstance(exc, Exception) else type(exc).__name__
-            )
-            journal.finish("failed", result.totals(), result.error)
-            raise
-        status = "preview" if not apply else ("ok" if result.exit_code() == 0 else "rows_failed")
-        journal.finish(status, result.totals(), None)
-    finally:
-        result.seconds = time.perf_counter() - started
-        writes = sum(n for r, n in client.stats.by_resource.items() if r.startswith("write:"))
-        result.writes = writes
-        result.reads = client.stats.requests - writes
-        result.retries = client.stats.retries
-        client.close()
-        con.close()
+            journal.finish(status, result.totals(), None)
+        finally:
+            result.seconds = time.perf_counter() - started
+            writes = sum(n for r, n in client.stats.by_resource.items() if r.startswith("write:"))
+            result.writes = writes
+            result.reads = client.stats.requests - writes
+            result.retries = client.stats.retries
+            client.close()
     return result
 
 
@@ -341,7 +336,7 @@ def _run(
     result: PushResult,
     chosen: list[TargetSpec],
     declared: dict[str, curated_inputs.CuratedTable],
-    con: duckdb.DuckDBPyConnection,
+    con: Engine,
     target: Target,
     client: FeedbackClient,
     journal: Journal,
@@ -356,7 +351,7 @@ def _run(
     refs = {m.name: m.relation for m in project.models}
     variables: dict[str, Any] = {"note_author_email": push_settings.note_author_email}
     base = Context(con, target.dataset, client, "")
-    base.known_ideas = _set(base, "select idea_idx from staging.ideas")
+    base.known_ideas = _set(base, "select idea_idx as idx from staging.ideas")
     resolver = FollowerResolver(base, apply)
     folder = push_settings.curated_dir if target.is_duckdb_backed else None
     for spec in chosen:
@@ -397,13 +392,12 @@ def _run(
         recovered = _recover(journal, spec, kind, ctx)
         sql = render(spec, sources, refs, variables)
         try:
-            cursor = con.execute(sql)
-            names = [d[0] for d in cursor.description or ()]
-            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-        except duckdb.Error as exc:
+            names, tuples = con.query(con.translate(sql))
+        except con.errors as exc:
             raise ConfigError(f"push target {spec.name} ({spec.path.name}) failed: {exc}") from None
         if spec.key not in names:
             raise ConfigError(f"push target {spec.name}: its SQL has no key column {spec.key!r}")
+        rows = [dict(zip(names, row, strict=True)) for row in tuples]
         plan = plan_target(
             spec,
             kind,
@@ -473,8 +467,8 @@ def _adopt(plan: TargetPlan, journal: Journal) -> None:
 
 def _set(ctx: Context, sql: str) -> set[str]:
     try:
-        return {str(r[0]) for r in ctx.con.execute(sql).fetchall() if r[0] is not None}
-    except duckdb.Error:
+        return {str(r["idx"]) for r in records(ctx.con, sql) if r["idx"] is not None}
+    except ctx.con.errors:
         return set()
 
 

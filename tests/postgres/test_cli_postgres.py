@@ -1,6 +1,7 @@
-"""``feedback-sync sync|models|status --destination postgres`` as a user runs them, configured
-the dlt way (DESTINATION__POSTGRES__CREDENTIALS): the summary, and the database password
-nowhere a run leaves anything (output, dlt's working folder, the warehouse)."""
+"""``feedback-sync sync|models|status|push|report --destination postgres`` as a user runs
+them, configured the dlt way (DESTINATION__POSTGRES__CREDENTIALS): the summary, and the
+database password nowhere a run leaves anything (output, dlt's working folder, the
+dashboard, the warehouse)."""
 
 from __future__ import annotations
 
@@ -49,10 +50,14 @@ def test_sync_models_and_status_into_postgres_leave_the_password_nowhere(
     status = _cli(["status"], env, tmp_path)
     assert status.returncode == 0, status.stderr
     assert "followers" in status.stdout
-    # not yet on PostgreSQL: one line each, nothing done
+    # a preview: no curated tables in PostgreSQL yet, so the targets that need them say so
     push = _cli(["push"], env, tmp_path)
-    assert push.returncode == 2, push.stdout + push.stderr
-    assert "PostgreSQL not yet" in push.stderr and "Traceback" not in push.stderr
+    assert push.returncode == 0, push.stdout + push.stderr
+    assert "push preview (dry run, nothing sent)" in push.stdout
+    assert "a table curated.accounts" in push.stdout
+    report = _cli(["report", "--output", str(tmp_path / "report.html")], env, tmp_path)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "(5 charts" in report.stdout
     # a wrong password: one line naming the failure, without the password tried
     wrong = "not-the-password-" + password[:6]
     bad = dict(env, DESTINATION__POSTGRES__CREDENTIALS=postgres_dsn.replace(password, wrong))
@@ -70,7 +75,7 @@ def test_sync_models_and_status_into_postgres_leave_the_password_nowhere(
     assert down.returncode == 1, down.stdout + down.stderr
     assert "cannot connect to the destination" in down.stderr
     assert "Traceback" not in down.stderr
-    for done in (sync, models, status, push, failed, down):
+    for done in (sync, models, status, push, report, failed, down):
         for secret in (password, wrong):
             assert secret not in done.stdout and secret not in done.stderr
     for path in tmp_path.rglob("*"):
@@ -80,7 +85,7 @@ def test_sync_models_and_status_into_postgres_leave_the_password_nowhere(
     try:
         columns = pg.execute(
             "select table_schema, table_name, column_name from information_schema.columns "
-            "where table_schema in ('feedback', 'staging', 'marts') "
+            "where table_schema in ('feedback', 'staging', 'marts', 'push') "
             "and data_type in ('text', 'character varying', 'jsonb', 'json')"
         ).fetchall()
         assert len(columns) > 50

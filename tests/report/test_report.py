@@ -67,7 +67,7 @@ def test_the_dashboard_draws_in_headless_chromium(harness: Harness, tmp_path: Pa
 def test_report_without_marts_says_what_to_run(
     harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    with pytest.raises(ModelError, match="run a sync first"):
+    with pytest.raises(ModelError, match="run `feedback-sync sync` first"):
         write(harness.target(), tmp_path / "r.html")
     harness.sync(models=False)
     with pytest.raises(ModelError, match="run `feedback-sync models` first"):
