@@ -31,15 +31,23 @@ def _target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--destination",
         default="duckdb",
-        metavar="duckdb|parquet|NAME",
+        metavar="duckdb|parquet|delta|NAME",
         help="duckdb (default: data/warehouse.duckdb, or DESTINATION__DUCKDB__CREDENTIALS), "
-        "parquet (files under --parquet-dir), or any dlt destination by name",
+        "parquet (files under --parquet-dir), delta (Delta tables at "
+        "DESTINATION__FILESYSTEM__BUCKET_URL, else under --delta-dir), or any dlt "
+        "destination by name (postgres: DESTINATION__POSTGRES__CREDENTIALS)",
     )
     p.add_argument("--dataset", default="feedback", help="dataset (schema) name (default feedback)")
     p.add_argument(
         "--parquet-dir",
         default="data/parquet",
         help="folder of the Parquet output (default data/parquet)",
+    )
+    p.add_argument(
+        "--delta-dir",
+        default="data/delta",
+        help="the Delta target's local folder: its models file, and its tables when no "
+        "bucket_url is configured (default data/delta)",
     )
     p.add_argument(
         "--pipelines-dir", help="dlt's working folder (default: dlt's, ~/.dlt/pipelines)"
@@ -71,6 +79,7 @@ def _target(args: argparse.Namespace) -> Any:
         dataset=args.dataset,
         parquet_dir=Path(args.parquet_dir),
         pipelines_dir=Path(args.pipelines_dir) if args.pipelines_dir else None,
+        delta_dir=Path(args.delta_dir),
     )
 
 

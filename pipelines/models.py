@@ -33,7 +33,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines import runlock
+from pipelines import delta, runlock
 from pipelines.engines import DuckDbEngine, Engine, PostgresEngine, has_schema
 from pipelines.export import write_parquet
 from pipelines.feedback.arrow import PARENT_KEYS
@@ -451,6 +451,8 @@ def models_file(target: Target) -> Path:
     """The DuckDB file the models are built in: the warehouse, or one beside the Parquet."""
     if target.is_parquet:
         return target.parquet_dir / MODELS_DUCKDB
+    if target.is_delta:
+        return target.delta_dir / MODELS_DUCKDB
     path = target.duckdb_file()
     if path is None:
         raise ModelError(f"{target.describe()} keeps its models in no DuckDB file")
@@ -526,12 +528,21 @@ def _apply(target: Target, project: Project | None) -> BuildResult:
     path = models_file(target)
     if target.is_parquet and not any(target.parquet_dir.glob("*.parquet")):
         raise ModelError(f"no Parquet files in {target.parquet_dir}/: run a sync first")
-    if not target.is_parquet and not path.exists():
+    if not (target.is_parquet or target.is_delta) and not path.exists():
         raise ModelError(f"no warehouse at {path}: run a sync first")
+    if target.is_delta:
+        path.parent.mkdir(parents=True, exist_ok=True)
     con = open_models_file(path)
     try:
         if target.is_parquet:
             parquet_views(con, target.parquet_dir, target.dataset)
+        elif target.is_delta:
+            try:
+                made = delta.snapshot_views(con, target.pipeline(), target.dataset)
+            except delta.DeltaError as exc:
+                raise ModelError(str(exc)) from None
+            if not made:
+                raise ModelError(f"no Delta tables in {target.describe()}: run a sync first")
         elif not con.execute(
             "select 1 from information_schema.schemata where schema_name = ?", [target.dataset]
         ).fetchall():

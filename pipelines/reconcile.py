@@ -18,7 +18,8 @@ resource with an item rejected for having no idx has nothing removed (the item m
 row not seen); the run warns.
 
 Each runs in one transaction through dlt's SQL client, so it works on any SQL destination,
-and each can run again for the same load with the same result (a crash replays them).
+and each can run again for the same load with the same result (a crash replays them). On
+Delta tables the same steps are Delta commits (``pipelines/delta.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
+from pipelines import delta
 from pipelines.feedback.arrow import PARENT_KEYS, child_tables
 from pipelines.feedback.screening import REJECTED_TABLE
 from pipelines.warehouse import dataset_tables
@@ -48,8 +50,15 @@ def _children(pipeline: Pipeline, existing: set[str], root: str) -> list[str]:
     return [c for c in child_tables(pipeline.default_schema.tables, root) if c in existing]
 
 
+def is_delta(pipeline: Pipeline) -> bool:
+    """Whether the pipeline loads Delta tables (dlt's filesystem destination)."""
+    return pipeline.destination.destination_name == "filesystem"
+
+
 def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:
     """Deletes child rows whose parent came again in ``load_id`` without them; counts."""
+    if is_delta(pipeline):
+        return delta.replace_children(pipeline, load_id)
     removed: dict[str, int] = {}
     with pipeline.sql_client() as client:
         existing = set(dataset_tables(client))
@@ -75,6 +84,8 @@ def reconcile(
     pipeline: Pipeline, load_id: str, resources: Iterable[str], mode: str
 ) -> dict[str, int]:
     """Removes (or marks) rows of ``resources`` not seen in ``load_id``; counts per table."""
+    if is_delta(pipeline):
+        return delta.reconcile(pipeline, load_id, resources, mode)
     schema = pipeline.default_schema
     removed: dict[str, int] = {}
     now = datetime.now(UTC)

@@ -31,7 +31,7 @@ from typing import IO, Any
 import httpx
 from dlt.pipeline.pipeline import Pipeline
 
-from pipelines import runlock
+from pipelines import delta, runlock
 from pipelines.export import data_tables, export_parquet
 from pipelines.failures import causes
 from pipelines.feedback import RESOURCES, SyncRun, feedback
@@ -40,7 +40,7 @@ from pipelines.feedback.screening import REJECTED_TABLE
 from pipelines.feedback.settings import FeedbackSettings, load_settings
 from pipelines.models import BuildResult, ModelError
 from pipelines.models import apply as apply_models
-from pipelines.reconcile import reconcile, replace_children
+from pipelines.reconcile import is_delta, reconcile, replace_children
 from pipelines.warehouse import Target
 
 log = logging.getLogger("feedback_sync")
@@ -240,7 +240,9 @@ def _run_sync(
             flush=True,
         )
         with result.timed("fetch"), Progress(run, out, progress_every):
-            extract_info = pipeline.extract(source, loader_file_format=fmt)
+            extract_info = pipeline.extract(
+                source, loader_file_format=fmt, table_format=target.table_format
+            )
         stats = run.client.stats
         result.requests, result.retries = stats.requests, stats.retries
         result.requests_by_resource = dict(stats.by_resource)
@@ -398,7 +400,10 @@ def _terminal_job_failure(exc: BaseException) -> str | None:
 
 def _prune_state_history(pipeline: Pipeline, keep: int = 10) -> None:
     """dlt stores the whole state with every load and never deletes old versions; with
-    per-idea cursors that is about 1 MB a run at 20,000 ideas. Keep the last ``keep``."""
+    per-idea cursors that is about 1 MB a run at 20,000 ideas. Keep the last ``keep``.
+    (dlt's filesystem destination keeps its own count of state files, ``max_state_files``.)"""
+    if is_delta(pipeline):
+        return
     try:
         with pipeline.sql_client() as client:
             table = client.make_qualified_table_name("_dlt_pipeline_state")
@@ -467,6 +472,8 @@ def _landed(pipeline: Pipeline, load_id: str) -> bool:
 
 def table_counts(pipeline: Pipeline) -> dict[str, int]:
     """Rows per data table in the destination (empty when nothing was loaded yet)."""
+    if is_delta(pipeline):
+        return delta.table_counts(pipeline)
     counts: dict[str, int] = {}
     try:
         tables = data_tables(pipeline)

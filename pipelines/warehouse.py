@@ -6,6 +6,13 @@
   current rows. dlt's plain filesystem destination appends on merge, so merges, deletes and
   state happen in a working DuckDB file inside the folder (``.feedback-sync/``), and every
   table a run touched is then written out as ``<table>.parquet`` (replaced atomically).
+- ``delta``: Delta Lake tables, one per table, through dlt's filesystem destination with
+  ``table_format="delta"``. They live where dlt's ``DESTINATION__FILESYSTEM__BUCKET_URL``
+  says (a local folder, ``s3://``, ``gs://``, ``az://``, with dlt's credentials for it), else
+  under ``data/delta``. Merges, deletes and soft deletes are Delta commits
+  (``pipelines/delta.py``): a run writes only the files its changes touch. The models are
+  built in a local DuckDB file (``<delta-dir>/models.duckdb``) over the tables' current
+  snapshots.
 - any other name: that dlt destination, configured the dlt way.
 
 Each target has its own pipeline name, so its state (cursors) never mixes with another's.
@@ -24,10 +31,11 @@ from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines import load_order
-from pipelines.feedback.errors import ConfigError
+from pipelines.feedback.errors import ConfigError, redact_url
 
 DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
 DEFAULT_PARQUET_DIR = Path("data/parquet")
+DEFAULT_DELTA_DIR = Path("data/delta")
 DEFAULT_DATASET = "feedback"
 PIPELINE_NAME = "feedback_sync"
 # DuckDB's buffer pool during the load. The merge's de-duplicating window over the widest
@@ -51,10 +59,24 @@ class Target:
     duckdb_path: Path | None = None
     parquet_dir: Path = DEFAULT_PARQUET_DIR
     pipelines_dir: Path | None = None
+    delta_dir: Path = DEFAULT_DELTA_DIR
 
     @property
     def is_parquet(self) -> bool:
         return self.destination == "parquet"
+
+    @property
+    def is_delta(self) -> bool:
+        return self.destination == "delta"
+
+    def bucket_url(self) -> str:
+        """Where the Delta tables live: dlt's configured bucket, else ``delta_dir``."""
+        configured: Any = os.environ.get("DESTINATION__FILESYSTEM__BUCKET_URL") or dlt.config.get(
+            "destination.filesystem.bucket_url"
+        )
+        if configured:
+            return str(configured)
+        return str(self.delta_dir.absolute())
 
     @property
     def is_duckdb_backed(self) -> bool:
@@ -62,8 +84,9 @@ class Target:
 
     @property
     def builds_models(self) -> bool:
-        """Whether ``models`` runs here: DuckDB, Parquet (through DuckDB) and PostgreSQL."""
-        return self.is_duckdb_backed or self.destination == "postgres"
+        """Whether ``models`` runs here: DuckDB, Parquet and Delta (through DuckDB) and
+        PostgreSQL."""
+        return self.is_duckdb_backed or self.is_delta or self.destination == "postgres"
 
     @property
     def pipeline_name(self) -> str:
@@ -85,6 +108,11 @@ class Target:
             return "parquet"
         return "insert_values" if self.destination == "postgres" else None
 
+    @property
+    def table_format(self) -> Any:
+        """dlt's table format for every table: ``delta`` for the Delta target."""
+        return "delta" if self.is_delta else None
+
     def duckdb_file(self) -> Path | None:
         """The DuckDB file written to (None for destinations other than DuckDB and Parquet)."""
         if self.is_parquet:
@@ -101,6 +129,8 @@ class Target:
             return f"Parquet files in {self.parquet_dir}/"
         if self.destination == "duckdb":
             return f"DuckDB {self.duckdb_file()} (dataset {self.dataset})"
+        if self.is_delta:
+            return f"Delta tables in {redact_url(self.bucket_url())}/{self.dataset}/"
         return f"{self.destination} (dataset {self.dataset})"
 
     def pipeline(self, progress: Any = None) -> Pipeline:
@@ -113,7 +143,9 @@ class Target:
                 f"the DuckDB file {path} is named like the dataset {self.dataset!r}; "
                 "rename the file or pass another --dataset"
             )
-        if path is not None:
+        if self.is_delta:
+            destination = dlt.destinations.filesystem(bucket_url=self.bucket_url())
+        elif path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory
             # bounded and lets DuckDB spill to disk instead

@@ -353,7 +353,7 @@ def _run(
     base = Context(con, target.dataset, client, "")
     base.known_ideas = _set(base, "select idea_idx as idx from staging.ideas")
     resolver = FollowerResolver(base, apply)
-    folder = push_settings.curated_dir if target.is_duckdb_backed else None
+    folder = push_settings.curated_dir if target.is_duckdb_backed or target.is_delta else None
     for spec in chosen:
         reason = None
         sources: dict[str, str] = {}

@@ -407,6 +407,7 @@ class Harness:
             duckdb_path=self.tmp / "warehouse.duckdb" if destination == "duckdb" else None,
             parquet_dir=self.tmp / "parquet",
             pipelines_dir=self.tmp / "pipelines",
+            delta_dir=self.tmp / "delta",
         )
 
     def sync(
@@ -494,6 +495,14 @@ class Harness:
             with duckdb.connect() as con:
                 file = self.tmp / "parquet" / f"{table}.parquet"
                 return landed_rows(con, table, f"read_parquet('{file}')", where)
+        if destination == "delta":
+            # read by delta-rs itself, not by the file lists the models use
+            from deltalake import DeltaTable
+
+            snapshot = DeltaTable(str(self.tmp / "delta" / "feedback" / table)).to_pyarrow_table()
+            with duckdb.connect() as con:
+                con.register("snapshot", snapshot)
+                return landed_rows(con, table, "snapshot", where)
         for con in self.connect(destination):
             return landed_rows(con, table, f'feedback."{table}"', where)
         raise AssertionError("unreachable")

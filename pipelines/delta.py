@@ -1,0 +1,226 @@
+"""The Delta target's bookkeeping, in the table format itself (``deltalake``).
+
+dlt's filesystem destination merges each load into its Delta table (``upsert`` on the
+primary key: delta-rs rewrites only the files holding matched rows). What the SQL
+destinations do with statements after a load (``pipelines/reconcile.py``) is done here
+with Delta commits, so the sync never holds a whole table:
+
+- ``replace_children``: child rows whose parent came again in this load without them are
+  deleted (a merge of the parents' keys, ``when matched and the load id differs: delete``);
+- ``reconcile``: root rows a complete read did not see are deleted with their child rows, or
+  in soft mode get ``_deleted_at`` (an update through a merge);
+- ``table_counts``: rows per table, from the snapshot's files.
+
+Each table's change is its own Delta commit. A crash between two leaves the run's journal
+(``sync._Journal``) owing the rest; the next run applies it again, with the same result.
+
+The models read the tables' current snapshots: ``snapshot_views`` makes, in the models'
+DuckDB file, one view per table over the Parquet files of its current version (the file
+list comes from the Delta log, so only committed data is read). A table whose protocol
+needs more than files to be read (deletion vectors, column mapping) is refused by name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from dlt.pipeline.pipeline import Pipeline
+
+from pipelines.feedback.arrow import PARENT_KEYS, child_tables
+from pipelines.feedback.screening import REJECTED_TABLE
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+log = logging.getLogger("feedback_sync")
+# reader features a plain read of the snapshot's Parquet files would get wrong
+_UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
+
+
+class DeltaError(Exception):
+    """A Delta table the models cannot read as files."""
+
+
+def tables(pipeline: Pipeline) -> dict[str, DeltaTable]:
+    """The data tables that exist as Delta tables, by name (dlt's own tables left out)."""
+    from dlt.common.libs.deltalake import get_delta_tables
+
+    names = [
+        name
+        for name, table in pipeline.default_schema.tables.items()
+        if not name.startswith("_dlt") and table.get("table_format") == "delta"
+    ]
+    if not names:
+        return {}
+    try:
+        found = get_delta_tables(pipeline)
+    except Exception as exc:  # nothing loaded yet: no dataset
+        log.debug("no Delta tables yet: %s", exc)
+        return {}
+    return {name: table for name, table in found.items() if name in names}
+
+
+def _text(column: str) -> ds.Expression:
+    """A text column as ``string`` (delta-rs writes ``string_view`` after a merge, which
+    pyarrow compares with nothing else)."""
+    return ds.field(column).cast(pa.string())
+
+
+def _load_id_literal(load_id: str) -> str:
+    return "'" + load_id.replace("'", "''") + "'"
+
+
+def _keys(table: DeltaTable, column: str, condition: ds.Expression | None) -> pa.Array:
+    """The distinct values of ``column`` in rows matching ``condition`` (not NULL)."""
+    dataset = table.to_pyarrow_dataset()
+    read = dataset.to_table(columns=[column], filter=condition)
+    values = pc.unique(read.column(column).combine_chunks().cast(pa.string()))
+    return pc.drop_null(values)
+
+
+def _delete_where_in(
+    table: DeltaTable, column: str, keys: pa.Array, extra: str | None = None
+) -> int:
+    """Deletes the rows whose ``column`` is one of ``keys`` (and ``extra``, a predicate on
+    ``target``); one commit. Returns how many."""
+    if not len(keys):
+        return 0
+    source = pa.table({"_key": keys})
+    merge = table.merge(
+        source=source,
+        predicate=f'target."{column}" = source._key',
+        source_alias="source",
+        target_alias="target",
+    )
+    metrics = merge.when_matched_delete(predicate=extra).execute()
+    return int(metrics.get("num_target_rows_deleted", 0))
+
+
+def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:
+    """Deletes child rows whose parent came again in ``load_id`` without them; counts."""
+    found = tables(pipeline)
+    removed: dict[str, int] = {}
+    for root, key in PARENT_KEYS.items():
+        if root not in found:
+            continue
+        children = [c for c in child_tables(pipeline.default_schema.tables, root) if c in found]
+        if not children:
+            continue
+        parents = _keys(found[root], "idx", _text("_dlt_load_id") == load_id)
+        if not len(parents):
+            continue
+        for child in children:
+            count = _delete_where_in(
+                found[child], key, parents, f"target._dlt_load_id <> {_load_id_literal(load_id)}"
+            )
+            if count:
+                removed[child] = count
+    return removed
+
+
+def reconcile(
+    pipeline: Pipeline, load_id: str, resources: Iterable[str], mode: str
+) -> dict[str, int]:
+    """Removes (or marks) rows of ``resources`` not seen in ``load_id``; counts per table."""
+    found = tables(pipeline)
+    removed: dict[str, int] = {}
+    rejected = found.get(REJECTED_TABLE)
+    for root in sorted(resources):
+        if root not in found:
+            continue
+        seen_rejected: pa.Array = pa.array([], pa.string())
+        if rejected is not None:
+            mine = (_text("resource") == root) & (_text("_dlt_load_id") == load_id)
+            without_idx = rejected.to_pyarrow_dataset().count_rows(
+                filter=mine & ds.field("idx").is_null()
+            )
+            if without_idx:
+                log.warning(
+                    "%s: no rows removed this run: an item without an idx was rejected "
+                    "(%s), and it may be any of the rows not seen",
+                    root,
+                    REJECTED_TABLE,
+                )
+                continue
+            seen_rejected = _keys(rejected, "idx", mine)
+        gone_filter = _text("_dlt_load_id") != load_id
+        columns = found[root].to_pyarrow_dataset().schema.names
+        soft = mode == "soft"
+        if soft and "_deleted_at" in columns:
+            gone_filter = gone_filter & ds.field("_deleted_at").is_null()
+        gone = _keys(found[root], "idx", gone_filter)
+        if len(seen_rejected):
+            gone = pc.filter(gone, pc.invert(pc.is_in(gone, value_set=seen_rejected)))
+        if not len(gone):
+            continue
+        removed[root] = len(gone)
+        if soft:
+            _mark_deleted(found[root], gone)
+            continue
+        key = PARENT_KEYS.get(root)
+        for child in child_tables(pipeline.default_schema.tables, root) if key else ():
+            if child in found:
+                _delete_where_in(found[child], key or "", gone)
+        _delete_where_in(found[root], "idx", gone)
+    return removed
+
+
+def _mark_deleted(table: DeltaTable, keys: pa.Array) -> None:
+    """Sets ``_deleted_at`` (now) on the rows whose idx is one of ``keys``; one commit."""
+    now = pa.array([datetime.now(UTC)] * len(keys), pa.timestamp("us", tz="UTC"))
+    source = pa.table({"_key": keys, "_deleted_at": now})
+    table.merge(
+        source=source,
+        predicate="target.idx = source._key",
+        source_alias="source",
+        target_alias="target",
+    ).when_matched_update(
+        updates={"_deleted_at": "source._deleted_at"},
+        predicate="target._deleted_at IS NULL",
+    ).execute()
+
+
+def table_counts(pipeline: Pipeline) -> dict[str, int]:
+    """Rows per data table (empty when nothing was loaded yet)."""
+    return {
+        name: table.to_pyarrow_dataset().count_rows()
+        for name, table in sorted(tables(pipeline).items())
+    }
+
+
+def snapshot_views(con: Any, pipeline: Pipeline, dataset: str) -> list[str]:
+    """Views ``<dataset>.<table>`` in the DuckDB connection ``con`` over each Delta table's
+    current files; returns the tables.
+
+    Raises:
+        DeltaError: a table's protocol needs more than its files to be read.
+    """
+    con.execute(f'create schema if not exists "{dataset}"')
+    made = []
+    for name, table in sorted(tables(pipeline).items()):
+        protocol = table.protocol()
+        features = set(protocol.reader_features or ()) & _UNREADABLE_FEATURES
+        if features:
+            raise DeltaError(
+                f"the Delta table {name} uses {', '.join(sorted(features))}, which the models "
+                "cannot read from its files; rewrite it without (or read it with Spark)"
+            )
+        relation = f'"{dataset}"."{name}"'
+        files = table.file_uris()
+        if files:
+            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            con.execute(
+                f"create or replace view {relation} as "
+                f"select * from read_parquet([{listed}], union_by_name = true)"
+            )
+        else:
+            empty = table.to_pyarrow_dataset().schema.empty_table()  # noqa: F841 (DuckDB reads it)
+            con.execute(f"create or replace table {relation} as select * from empty")
+        made.append(name)
+    return made

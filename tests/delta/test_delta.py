@@ -1,0 +1,114 @@
+"""The Delta target (``--destination delta``): dlt's filesystem destination with Delta
+tables in a local folder, merges and deletes as Delta commits, the models and the
+dashboard over the tables' snapshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from deltalake import DeltaTable
+
+from pipelines.models import models_file
+from pipelines.report import write as write_report
+from tests.postgres.test_models_postgres import _rows
+from tests.sync.harness import Harness
+from tests.sync.test_full_and_incremental import CHANGES
+
+
+@pytest.fixture
+def delta(harness: Harness) -> Harness:
+    harness.destination = "delta"
+    return harness
+
+
+def _table(h: Harness, name: str) -> DeltaTable:
+    return DeltaTable(str(h.tmp / "delta" / "feedback" / name))
+
+
+def test_full_normal_and_full_again_equal_the_server(delta: Harness, tmp_path: Path) -> None:
+    first = delta.sync(full=True)
+    delta.assert_equals_truth()
+    assert first.table_rows["followers"] == len(delta.dump()["followers"])
+    assert first.models is not None and first.models_error is None
+    delta.mutate(seed=5, counts=CHANGES)
+    after = delta.dump()
+    normal = delta.sync()
+    assert normal.rows_removed.get("topics") == 1
+    delta.assert_equals_truth(after, tables=["topics", "statuses", "ideas", "ideas__topics"])
+    full = delta.sync(full=True)
+    delta.assert_equals_truth(after)
+    assert full.rows_removed["followers"] == 2
+    assert full.rows_removed["comments"] >= 3
+    report = write_report(delta.target(), tmp_path / "report.html")
+    assert report.charts == 5
+
+
+def test_soft_deletes_mark_rows_in_delta(delta: Harness) -> None:
+    delta.sync(full=True, delete_mode="soft", models=False)
+    changes = delta.mutate(seed=9, counts={"followers": {"delete": 2}, "comments": {"delete": 2}})
+    result = delta.sync(full=True, delete_mode="soft", models=False)
+    assert result.rows_removed["followers"] == 2
+    marked = _table(delta, "followers").to_pyarrow_table()
+    deleted = {
+        idx
+        for idx, at in zip(
+            marked.column("idx").to_pylist(), marked.column("_deleted_at").to_pylist(), strict=True
+        )
+        if at is not None
+    }
+    assert deleted == set(changes["followers"]["deleted"])
+    delta.assert_equals_truth(tables=["followers", "comments"], where="where _deleted_at is null")
+
+
+def test_models_on_delta_hold_the_same_rows_as_on_duckdb(harness: Harness) -> None:
+    """The same sandbox data into DuckDB and into Delta tables, models built on each (the
+    Delta ones in a DuckDB file over the tables' snapshots): every staging view and mart
+    holds the same rows. A drifted number and undeclared company fields give type_drift,
+    custom_fields and try_cast rows to compare."""
+    harness.switches(number_drift=1, company_fields="top_level")
+    for destination in ("duckdb", "delta"):
+        result = harness.sync(full=True, destination=destination)
+        assert result.models is not None and not result.models_error, result.models_error
+    duck = duckdb.connect(str(harness.target("duckdb").duckdb_file()), read_only=True)
+    on_delta = duckdb.connect(str(models_file(harness.target("delta"))), read_only=True)
+    try:
+        listed = (
+            "select table_schema, table_name from information_schema.tables "
+            "where table_schema in ('staging', 'marts') order by 1, 2"
+        )
+        relations = duck.execute(listed).fetchall()
+        assert len(relations) >= 20
+        assert on_delta.execute(listed).fetchall() == relations
+        compared = 0
+        for schema, name in relations:
+            relation = f'"{schema}"."{name}"'
+            expected, actual = _rows(duck, relation), _rows(on_delta, relation)
+            assert actual == expected, relation
+            compared += sum(expected.values())
+        assert compared > 500
+    finally:
+        duck.close()
+        on_delta.close()
+
+
+def test_a_run_commits_only_to_the_tables_it_changed(delta: Harness) -> None:
+    """Merges and deletes are Delta commits on the tables they touch; a table nothing
+    changed in keeps its version, and no table is overwritten whole."""
+    delta.sync(full=True, models=False)
+    folder = delta.tmp / "delta" / "feedback"
+    names = sorted(p.parent.name for p in folder.glob("*/_delta_log"))
+    assert "followers" in names and "comments" in names
+    before = {name: _table(delta, name).version() for name in names}
+    delta.mutate(seed=3, counts={"topics": {"update": 1}})
+    result = delta.sync(models=False)
+    after = {name: _table(delta, name).version() for name in before}
+    changed = {name for name in before if after[name] != before[name]}
+    assert "topics" in changed, result.rows_loaded
+    assert "followers" not in changed and "comments" not in changed, changed
+    for name in changed:
+        operations = [
+            c["operation"] for c in _table(delta, name).history(after[name] - before[name])
+        ]
+        assert set(operations) <= {"MERGE", "DELETE"}, (name, operations)
