@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from bench import sandbox_throughput, sync_bench
+from bench import sandbox_throughput, sync_bench, warehouses
 
-COMMANDS = {"sync": sync_bench.main, "sandbox": sandbox_throughput.main}
+COMMANDS = {
+    "sync": sync_bench.main,
+    "sandbox": sandbox_throughput.main,
+    "warehouses": warehouses.main,
+}
 
 
 def main(argv: list[str]) -> int:
