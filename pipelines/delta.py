@@ -34,6 +34,7 @@ from dlt.pipeline.pipeline import Pipeline
 
 from pipelines.feedback.arrow import PARENT_KEYS, child_tables
 from pipelines.feedback.screening import REJECTED_TABLE
+from pipelines.reconcile import warn_unknown_rejection
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -141,12 +142,7 @@ def reconcile(
                 filter=mine & ds.field("idx").is_null()
             )
             if without_idx:
-                log.warning(
-                    "%s: no rows removed this run: an item without an idx was rejected "
-                    "(%s), and it may be any of the rows not seen",
-                    root,
-                    REJECTED_TABLE,
-                )
+                warn_unknown_rejection(root)
                 continue
             seen_rejected = _keys(rejected, "idx", mine)
         gone_filter = _text("_dlt_load_id") != load_id

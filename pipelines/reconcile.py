@@ -32,7 +32,6 @@ from typing import Any
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
-from pipelines import delta
 from pipelines.feedback.arrow import PARENT_KEYS, child_tables
 from pipelines.feedback.screening import REJECTED_TABLE
 from pipelines.warehouse import dataset_tables
@@ -50,6 +49,16 @@ def _children(pipeline: Pipeline, existing: set[str], root: str) -> list[str]:
     return [c for c in child_tables(pipeline.default_schema.tables, root) if c in existing]
 
 
+def warn_unknown_rejection(root: str) -> None:
+    """Nothing of ``root`` is removed this run: an item without an idx was rejected."""
+    log.warning(
+        "%s: no rows removed this run: an item without an idx was rejected "
+        "(%s), and it may be any of the rows not seen",
+        root,
+        REJECTED_TABLE,
+    )
+
+
 def is_delta(pipeline: Pipeline) -> bool:
     """Whether the pipeline loads Delta tables (dlt's filesystem destination)."""
     return pipeline.destination.destination_name == "filesystem"
@@ -58,6 +67,8 @@ def is_delta(pipeline: Pipeline) -> bool:
 def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:
     """Deletes child rows whose parent came again in ``load_id`` without them; counts."""
     if is_delta(pipeline):
+        from pipelines import delta  # it uses this module's warning
+
         return delta.replace_children(pipeline, load_id)
     removed: dict[str, int] = {}
     with pipeline.sql_client() as client:
@@ -85,6 +96,8 @@ def reconcile(
 ) -> dict[str, int]:
     """Removes (or marks) rows of ``resources`` not seen in ``load_id``; counts per table."""
     if is_delta(pipeline):
+        from pipelines import delta
+
         return delta.reconcile(pipeline, load_id, resources, mode)
     schema = pipeline.default_schema
     removed: dict[str, int] = {}
@@ -102,12 +115,7 @@ def reconcile(
                     root,
                     load_id,
                 ):
-                    log.warning(
-                        "%s: no rows removed this run: an item without an idx was rejected "
-                        "(%s), and it may be any of the rows not seen",
-                        root,
-                        REJECTED_TABLE,
-                    )
+                    warn_unknown_rejection(root)
                     continue
                 qroot = client.make_qualified_table_name(root)
                 gone_filter, args = "_dlt_load_id <> %s", [load_id]

@@ -84,6 +84,7 @@ FILE_SECONDS = {
     "tests/sync/test_type_drift.py": 70,
     "tests/postgres/test_kill_postgres.py": 52,
     "tests/postgres/test_push_postgres.py": 35,
+    "tests/delta/test_delta.py": 30,
     "tests/postgres/test_cli_postgres.py": 30,
     "tests/postgres/test_sync_postgres.py": 25,
     "tests/postgres/test_models_postgres.py": 15,

@@ -60,6 +60,11 @@ def test_soft_deletes_mark_rows_in_delta(delta: Harness) -> None:
     }
     assert deleted == set(changes["followers"]["deleted"])
     delta.assert_equals_truth(tables=["followers", "comments"], where="where _deleted_at is null")
+    first = max(at for at in marked.column("_deleted_at").to_pylist() if at is not None)
+    again = delta.sync(full=True, delete_mode="soft", models=False)
+    assert again.rows_removed.get("followers", 0) == 0  # already marked: not counted again
+    kept = _table(delta, "followers").to_pyarrow_table().column("_deleted_at").to_pylist()
+    assert max(at for at in kept if at is not None) == first, "the first time is kept"
 
 
 def test_models_on_delta_hold_the_same_rows_as_on_duckdb(harness: Harness) -> None:

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from tests.push.helpers import (
     BOT,
     NEW,
     accounts,
+    kill_during_writes,
     push,
     write_counts,
     write_csv,
@@ -150,10 +149,6 @@ def test_push_and_dashboard_on_postgres_equal_duckdb_and_journal_there(
         assert [k for k, _ in created] == sorted([BOT, NEW])
 
 
-def _write_count(harness: Harness) -> int:
-    return sum(1 for r in harness.requests() if r["method"] in ("POST", "DELETE"))
-
-
 @pytest.mark.slow
 def test_push_killed_between_send_and_journal_on_postgres(pg: Harness, tmp_path: Path) -> None:
     """A real ``feedback-sync push --apply --destination postgres`` killed while its writes
@@ -186,21 +181,7 @@ def test_push_killed_between_send_and_journal_on_postgres(pg: Harness, tmp_path:
         str(tmp_path / "pipelines"),
     ]
     pg.switches(latency_ms=250)
-    kills = 0
-    for moment in (1, 3):  # the n-th write of each run
-        pg.mark_requests()
-        process = subprocess.Popen(
-            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 60
-        while process.poll() is None and time.monotonic() < deadline:
-            if _write_count(pg) >= moment:
-                process.send_signal(signal.SIGKILL)
-                kills += 1
-                break
-            time.sleep(0.01)
-        process.wait(timeout=60)
-        time.sleep(0.5)  # the server finishes the writes it had
+    kills = kill_during_writes(pg, command, env, (1, 3))
     assert kills == 2, "the runs ended before they could be killed"
     pg.switches(latency_ms=0)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)

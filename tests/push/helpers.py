@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import csv
 import io
+import signal
+import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -109,3 +112,32 @@ def writes(harness: Harness) -> list[dict[str, Any]]:
 
 def write_counts(harness: Harness) -> Counter[tuple[str, str]]:
     return Counter((r["method"], r["path"].split("/")[2]) for r in writes(harness))
+
+
+def write_count(harness: Harness) -> int:
+    """The write requests the server saw since the last ``mark_requests``."""
+    return sum(1 for r in harness.requests() if r["method"] in ("POST", "DELETE"))
+
+
+def kill_during_writes(
+    harness: Harness, command: list[str], env: dict[str, str], moments: tuple[int, ...]
+) -> int:
+    """Runs ``command`` once per moment and SIGKILLs it as soon as the server holds that
+    many of its writes (the n-th write is at the server, its answer never journaled).
+    Returns how many runs were killed (a run that ended first was not)."""
+    kills = 0
+    for moment in moments:
+        harness.mark_requests()
+        process = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < deadline:
+            if write_count(harness) >= moment:
+                process.send_signal(signal.SIGKILL)
+                kills += 1
+                break
+            time.sleep(0.01)
+        process.wait(timeout=60)
+        time.sleep(0.5)  # the server finishes the writes it had
+    return kills

@@ -5,24 +5,18 @@ run. No object may exist twice at the server, and every row must have landed."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from pipelines.push.kinds import marked_key
-from tests.push.helpers import BOT, accounts, push, write_csv, writes
+from tests.push.helpers import BOT, accounts, kill_during_writes, push, write_csv, writes
 from tests.sync.harness import Harness
 
 CLI = [sys.executable, "-m", "pipelines.cli"]
-
-
-def _write_count(harness: Harness) -> int:
-    return sum(1 for r in harness.requests() if r["method"] in ("POST", "DELETE"))
 
 
 @pytest.mark.slow
@@ -60,21 +54,8 @@ def test_killed_between_send_and_journal_then_rerun(harness: Harness, tmp_path: 
     )
     command = [*CLI, "push", "--apply", "--force", "--curated-dir", str(curated)]
     harness.switches(latency_ms=250)
-    kills = 0
-    for moment in (1, 2, 2, 3, 4):  # the n-th write of each run (fewer are left each time)
-        harness.mark_requests()
-        process = subprocess.Popen(
-            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 60
-        while process.poll() is None and time.monotonic() < deadline:
-            if _write_count(harness) >= moment:
-                process.send_signal(signal.SIGKILL)  # the moment-th write is at the server
-                kills += 1
-                break
-            time.sleep(0.01)
-        process.wait(timeout=60)
-        time.sleep(0.5)  # the server finishes the writes it had
+    # the n-th write of each run (fewer are left each time)
+    kills = kill_during_writes(harness, command, env, (1, 2, 2, 3, 4))
     assert kills >= 4, "the runs ended before they could be killed"
     harness.switches(latency_ms=0)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
