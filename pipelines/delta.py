@@ -14,6 +14,15 @@ with Delta commits, so the sync never holds a whole table:
 Each table's change is its own Delta commit. A crash between two leaves the run's journal
 (``sync._Journal``) owing the rest; the next run applies it again, with the same result.
 
+A load holds a key twice when the API repeats an item within a run (a page that repeats the
+end of the page before, as a list moves under its reader). A SQL merge takes one of them;
+delta-rs keeps both when it creates a table, and refuses a merge where two source rows
+match one target row ("MERGE matched a target row with multiple source rows"), which would
+fail every run while the API repeats. ``install`` makes each Delta load job read its
+files with every primary key once (the copy read last, from the later page): the key
+columns are read first, and only a load that repeats a key is read whole to drop the
+repeats; any other is streamed as dlt streams it.
+
 The models read the tables' current snapshots: ``snapshot_views`` makes, in the models'
 DuckDB file, one view per table over the Parquet files of its current version (the file
 list comes from the Delta log, so only committed data is read). A table whose protocol
@@ -23,7 +32,8 @@ needs more than files to be read (deletion vectors, column mapping) is refused b
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +56,62 @@ _UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
 
 class DeltaError(Exception):
     """A Delta table the models cannot read as files."""
+
+
+# the primary key of the table the Delta load job running in this thread loads
+_job = threading.local()
+
+
+def install() -> None:
+    """Makes every Delta load job of this process see each primary key once (idempotent).
+
+    dlt has no setting for this: its Delta job reads a load's files through
+    ``get_local_dataset_reader``, imported when the job runs, so this wraps that function
+    and the job's ``run`` (which says which table's keys apply, per thread).
+    """
+    import dlt.common.libs.pyarrow as dlt_arrow
+    from dlt.common.schema.utils import get_columns_names_with_prop
+    from dlt.destinations.impl.filesystem.filesystem import DeltaLoadFilesystemJob
+
+    run = DeltaLoadFilesystemJob.run
+    if not hasattr(run, "__wrapped__"):
+
+        def keyed_run(self: Any) -> None:
+            _job.keys = get_columns_names_with_prop(self._load_table, "primary_key")
+            try:
+                run(self)
+            finally:
+                _job.keys = None
+
+        keyed_run.__wrapped__ = run  # type: ignore[attr-defined]
+        DeltaLoadFilesystemJob.run = keyed_run  # type: ignore[method-assign]
+    reader = dlt_arrow.get_local_dataset_reader
+    if not hasattr(reader, "__wrapped__"):
+
+        def once_per_key_reader(file_paths: Sequence[str]) -> pa.RecordBatchReader:
+            keys = getattr(_job, "keys", None)
+            once = _once_per_key(file_paths, keys) if keys else None
+            if once is None:
+                return reader(file_paths)
+            return pa.RecordBatchReader.from_batches(once.schema, once.to_batches())
+
+        once_per_key_reader.__wrapped__ = reader  # type: ignore[attr-defined]
+        dlt_arrow.get_local_dataset_reader = once_per_key_reader
+
+
+def _once_per_key(file_paths: Sequence[str], keys: list[str]) -> pa.Table | None:
+    """The load's rows with each key once (the copy read last), or None when no key
+    repeats (the files are then streamed as they are)."""
+    dataset = ds.dataset(list(file_paths))
+    key_rows = dataset.to_table(columns=keys)
+    if key_rows.group_by(keys, use_threads=False).aggregate([]).num_rows == key_rows.num_rows:
+        return None
+    rows = dataset.to_table()
+    numbered = rows.select(keys).append_column("_row", pa.array(range(rows.num_rows), pa.int64()))
+    last = numbered.group_by(keys, use_threads=False).aggregate([("_row", "max")])
+    kept = last.column("_row_max").combine_chunks()
+    log.info("a Delta load of %d rows repeats %d keys", rows.num_rows, rows.num_rows - len(kept))
+    return rows.take(kept.take(pc.sort_indices(kept)))
 
 
 def tables(pipeline: Pipeline) -> dict[str, DeltaTable]:

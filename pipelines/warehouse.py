@@ -144,6 +144,10 @@ class Target:
                 "rename the file or pass another --dataset"
             )
         if self.is_delta:
+            from pipelines import delta
+
+            # each key once per load: delta-rs keeps or refuses repeats (pipelines/delta.py)
+            delta.install()
             destination = dlt.destinations.filesystem(bucket_url=self.bucket_url())
         elif path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

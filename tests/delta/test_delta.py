@@ -119,12 +119,6 @@ def test_a_run_commits_only_to_the_tables_it_changed(delta: Harness) -> None:
         assert set(operations) <= {"MERGE", "DELETE"}, (name, operations)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect, open (issue 16): a key repeated within one load lands twice in a "
-    "new Delta table, and a later merge with a repeated key fails in delta-rs ('MERGE matched "
-    "a target row with multiple source rows'); the SQL targets merge repeats away",
-)
 def test_repeated_items_in_one_run_land_once_in_delta(delta: Harness) -> None:
     """Pages that repeat the previous page's last items put one key twice in one load: the
     Delta upsert must still land every row once (and the next run's merge must succeed)."""
