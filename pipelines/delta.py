@@ -110,7 +110,11 @@ def _once_per_key(file_paths: Sequence[str], keys: list[str]) -> pa.Table | None
     numbered = rows.select(keys).append_column("_row", pa.array(range(rows.num_rows), pa.int64()))
     last = numbered.group_by(keys, use_threads=False).aggregate([("_row", "max")])
     kept = last.column("_row_max").combine_chunks()
-    log.info("a Delta load of %d rows repeats %d keys", rows.num_rows, rows.num_rows - len(kept))
+    log.info(
+        "a Delta load of %d rows held %d repeated keys; the last copy of each is loaded",
+        rows.num_rows,
+        rows.num_rows - len(kept),
+    )
     return rows.take(kept.take(pc.sort_indices(kept)))
 
 

@@ -462,7 +462,8 @@ def models_file(target: Target) -> Path:
 @contextlib.contextmanager
 def warehouse(target: Target, *, read_only: bool = False) -> Iterator[tuple[Engine, str]]:
     """The engine the models of ``target`` live on, and how messages name it: the DuckDB
-    file (the warehouse, or the one beside the Parquet), or the PostgreSQL database.
+    file (the warehouse, or the models file beside the Parquet or of the Delta target), or
+    the PostgreSQL database.
 
     Raises:
         ModelError: the target keeps no models (another destination), or there is no
