@@ -25,17 +25,21 @@ repeats; any other is streamed as dlt streams it.
 
 The models read the tables' current snapshots: ``snapshot_views`` makes, in the models'
 DuckDB file, one view per table over the Parquet files of its current version (the file
-list comes from the Delta log, so only committed data is read). A table whose protocol
-needs more than files to be read (deletion vectors, column mapping) is refused by name.
+list comes from the Delta log, so only committed data is read); for tables in object
+storage, a copy read through delta-rs with dlt's credentials, refreshed when the table's
+version changes. A table whose protocol needs more than files to be read (deletion
+vectors, column mapping) is refused by name.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -252,6 +256,34 @@ def _mark_deleted(table: DeltaTable, keys: pa.Array) -> None:
     ).execute()
 
 
+def completed_loads(pipeline: Pipeline) -> tuple[datetime | None, int]:
+    """When the newest completed load was stored, and how many loads completed.
+
+    Read from the destination's ``_dlt_loads`` files (dlt writes one per completed load),
+    not through dlt's SQL client: over a bucket that needs DuckDB's ``httpfs`` extension
+    and a DuckDB secret, which fails here (dlt 1.31 calls ``fetchone`` on a DuckDB 2
+    relation). One listing and one small read.
+    """
+    client: Any
+    with pipeline.destination_client() as client:
+        files = client.list_table_files(pipeline.default_schema.loads_table_name)
+        if not files:
+            return None, 0
+        newest = max(files, key=lambda path: _load_id_of(str(path)))
+        stored = json.loads(client.fs_client.read_text(newest, encoding="utf-8"))
+    return datetime.fromisoformat(stored["inserted_at"]), len(files)
+
+
+def _load_id_of(path: str) -> float:
+    """The load id in a ``_dlt_loads`` file name ``<schema>__<load id>.jsonl``, as a number
+    (load ids are Unix times)."""
+    name = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    try:
+        return float(name.rsplit("__", 1)[-1])
+    except ValueError:
+        return 0.0
+
+
 def table_counts(pipeline: Pipeline) -> dict[str, int]:
     """Rows per data table (empty when nothing was loaded yet)."""
     return {
@@ -261,13 +293,27 @@ def table_counts(pipeline: Pipeline) -> dict[str, int]:
 
 
 def snapshot_views(con: Any, pipeline: Pipeline, dataset: str) -> list[str]:
-    """Views ``<dataset>.<table>`` in the DuckDB connection ``con`` over each Delta table's
-    current files; returns the tables.
+    """Makes ``<dataset>.<table>`` in the DuckDB connection ``con`` read each Delta table's
+    current snapshot; returns the tables.
+
+    Tables in a local folder become views over their current Parquet files (nothing is
+    copied). Tables in object storage (``s3://``, ``gs://``, ``az://``...) are read through
+    delta-rs, with the credentials dlt gave it, and copied into ``con`` as tables: DuckDB
+    would need its own extension and secret for the bucket. A copy is refreshed only when
+    its table's version (or location) changed since the copy was made
+    (``_delta_snapshot.versions`` in the same file), so a run that changed one table copies
+    one table.
 
     Raises:
         DeltaError: a table's protocol needs more than its files to be read.
     """
     con.execute(f'create schema if not exists "{dataset}"')
+    con.execute(f"create schema if not exists {_SNAPSHOT_SCHEMA}")
+    con.execute(
+        f"create table if not exists {_SNAPSHOT_SCHEMA}.versions "
+        "(dataset varchar, name varchar, table_uri varchar, version bigint, "
+        "primary key (dataset, name))"
+    )
     made = []
     for name, table in sorted(tables(pipeline).items()):
         protocol = table.protocol()
@@ -277,16 +323,80 @@ def snapshot_views(con: Any, pipeline: Pipeline, dataset: str) -> list[str]:
                 f"the Delta table {name} uses {', '.join(sorted(features))}, which the models "
                 "cannot read from its files; rewrite it without (or read it with Spark)"
             )
-        relation = f'"{dataset}"."{name}"'
-        files = table.file_uris()
-        if files:
-            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        if _is_local(table.table_uri):
+            _view_over_files(con, dataset, name, table)
             con.execute(
-                f"create or replace view {relation} as "
-                f"select * from read_parquet([{listed}], union_by_name = true)"
+                f"delete from {_SNAPSHOT_SCHEMA}.versions where dataset = ? and name = ?",
+                [dataset, name],
             )
         else:
-            empty = table.to_pyarrow_dataset().schema.empty_table()  # noqa: F841 (DuckDB reads it)
-            con.execute(f"create or replace table {relation} as select * from empty")
+            _copy_if_changed(con, dataset, name, table)
         made.append(name)
     return made
+
+
+_SNAPSHOT_SCHEMA = "_delta_snapshot"
+
+
+def _is_local(table_uri: str) -> bool:
+    scheme = urlparse(table_uri).scheme
+    return scheme in ("", "file") or len(scheme) == 1  # a Windows drive letter
+
+
+def _kind(con: Any, dataset: str, name: str) -> str | None:
+    """``VIEW``, ``BASE TABLE``, or None when ``dataset.name`` does not exist."""
+    found = con.execute(
+        "select table_type from information_schema.tables "
+        "where table_schema = ? and table_name = ?",
+        [dataset, name],
+    ).fetchall()
+    return str(found[0][0]) if found else None
+
+
+def _make_room(con: Any, dataset: str, name: str, kind: str) -> None:
+    """Drops ``dataset.name`` when it exists as the other kind (a view where a table is
+    wanted, or the reverse: ``create or replace`` refuses to change the kind)."""
+    existing = _kind(con, dataset, name)
+    if existing is not None and existing != kind:
+        con.execute(f'drop {"view" if existing == "VIEW" else "table"} "{dataset}"."{name}"')
+
+
+def _view_over_files(con: Any, dataset: str, name: str, table: DeltaTable) -> None:
+    relation = f'"{dataset}"."{name}"'
+    files = table.file_uris()
+    if files:
+        listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        _make_room(con, dataset, name, "VIEW")
+        con.execute(
+            f"create or replace view {relation} as "
+            f"select * from read_parquet([{listed}], union_by_name = true)"
+        )
+    else:
+        empty = table.to_pyarrow_dataset().schema.empty_table()  # noqa: F841 (DuckDB reads it)
+        _make_room(con, dataset, name, "BASE TABLE")
+        con.execute(f"create or replace table {relation} as select * from empty")
+
+
+def _copy_if_changed(con: Any, dataset: str, name: str, table: DeltaTable) -> None:
+    """Copies the table's snapshot into ``dataset.name`` unless the copy is of this version."""
+    relation = f'"{dataset}"."{name}"'
+    uri, version = table.table_uri, table.version()
+    copied = con.execute(
+        f"select table_uri, version from {_SNAPSHOT_SCHEMA}.versions "
+        "where dataset = ? and name = ?",
+        [dataset, name],
+    ).fetchall()
+    if copied == [(uri, version)] and _kind(con, dataset, name) == "BASE TABLE":
+        return
+    log.info("copying Delta table %s (version %d) into the models file", name, version)
+    _make_room(con, dataset, name, "BASE TABLE")
+    snapshot = table.to_pyarrow_dataset()  # streamed by DuckDB, batch by batch
+    con.register("_delta_snapshot_source", snapshot)
+    try:
+        con.execute(f"create or replace table {relation} as select * from _delta_snapshot_source")
+    finally:
+        con.unregister("_delta_snapshot_source")
+    con.execute(
+        f"insert or replace into {_SNAPSHOT_SCHEMA}.versions values (?, ?, ?, ?)",
+        [dataset, name, uri, version],
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlt.pipeline.pipeline import Pipeline
+
 from pipelines.feedback.context import unpack_idea
 from pipelines.feedback.settings import RESOURCES
 from pipelines.sync import table_counts
@@ -35,6 +37,20 @@ def describe_state(resource: str, state: dict[str, Any]) -> str:
     return "read in full on every run"
 
 
+def _completed_loads(target: Target, pipeline: Pipeline) -> tuple[Any, int]:
+    """When the newest completed load was stored, and how many completed."""
+    if target.is_delta:
+        from pipelines import delta
+
+        return delta.completed_loads(pipeline)
+    with pipeline.sql_client() as client:
+        loads = client.execute_sql(
+            f"select max(inserted_at), count(*) from "
+            f"{client.make_qualified_table_name('_dlt_loads')} where status = 0"
+        )
+    return (loads[0][0], loads[0][1]) if loads else (None, 0)
+
+
 def status_report(target: Target) -> str:
     pipeline = target.pipeline()
     pipeline.sync_destination()
@@ -45,12 +61,7 @@ def status_report(target: Target) -> str:
     sources = pipeline.state.get("sources", {})
     resources = sources.get("feedback", {}).get("resources", {})
     counts = table_counts(pipeline)
-    with pipeline.sql_client() as client:
-        loads = client.execute_sql(
-            f"select max(inserted_at), count(*) from "
-            f"{client.make_qualified_table_name('_dlt_loads')} where status = 0"
-        )
-    last, n_loads = loads[0] if loads else (None, 0)
+    last, n_loads = _completed_loads(target, pipeline)
     lines.append(f"last load: {last} ({n_loads} loads in all)")
     lines.append("")
     width = max(len(r) for r in RESOURCES)

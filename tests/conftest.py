@@ -16,7 +16,7 @@ os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"
 # default (/var/dlt as root), and its run lock, with another worker's run
 os.environ["DLT_DATA_DIR"] = tempfile.mkdtemp(prefix="feedback-sync-dlt-")
 
-from sandbox import postgres
+from sandbox import objectstore, postgres
 from sandbox.server import RunningSandbox
 from tests.sync.harness import Harness
 
@@ -65,6 +65,14 @@ def postgres_dsn(postgres_server: postgres.Server, request: pytest.FixtureReques
     return postgres_server.create_database(name)
 
 
+@pytest.fixture(scope="session")
+def object_store() -> Iterator[objectstore.Store]:
+    """A throwaway S3-compatible store with one bucket for this test worker
+    (sandbox/objectstore.py; moto is a development dependency, so never skipped)."""
+    with objectstore.running() as store:
+        yield store
+
+
 # Test files by their measured time in seconds (a fresh-clone `./run test --durations=0` on
 # 2 cores, summed per file), heaviest first. xdist hands whole files (--dist loadfile) to
 # whichever worker is free, in collection order; starting with the longest files keeps one
@@ -83,6 +91,7 @@ FILE_SECONDS = {
     "tests/bench/test_bench.py": 71,
     "tests/sync/test_type_drift.py": 70,
     "tests/postgres/test_kill_postgres.py": 52,
+    "tests/delta/test_delta_objectstore.py": 50,
     "tests/postgres/test_push_postgres.py": 35,
     "tests/delta/test_delta.py": 30,
     "tests/postgres/test_cli_postgres.py": 30,

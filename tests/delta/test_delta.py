@@ -76,8 +76,15 @@ def test_models_on_delta_hold_the_same_rows_as_on_duckdb(harness: Harness) -> No
     for destination in ("duckdb", "delta"):
         result = harness.sync(full=True, destination=destination)
         assert result.models is not None and not result.models_error, result.models_error
-    duck = duckdb.connect(str(harness.target("duckdb").duckdb_file()), read_only=True)
-    on_delta = duckdb.connect(str(models_file(harness.target("delta"))), read_only=True)
+    assert_same_models(harness.target("duckdb").duckdb_file(), models_file(harness.target("delta")))
+
+
+def assert_same_models(duckdb_file: Path | None, other: Path) -> None:
+    """Every staging view and mart of the DuckDB warehouse ``duckdb_file`` holds the same
+    rows in the models file ``other``."""
+    assert duckdb_file is not None
+    duck = duckdb.connect(str(duckdb_file), read_only=True)
+    on_delta = duckdb.connect(str(other), read_only=True)
     try:
         listed = (
             "select table_schema, table_name from information_schema.tables "

@@ -384,6 +384,10 @@ class Harness:
         self.destination = "duckdb"
         # the PostgreSQL database read (default: DESTINATION__POSTGRES__CREDENTIALS)
         self.postgres_dsn: str | None = None
+        # where the Delta tables are read (default: the local folder) and delta-rs's
+        # storage options for it (an object store's address and keys)
+        self.delta_uri: str | None = None
+        self.delta_storage: dict[str, str] | None = None
 
     def close(self) -> None:
         self.control.close()
@@ -499,7 +503,10 @@ class Harness:
             # read by delta-rs itself, not by the file lists the models use
             from deltalake import DeltaTable
 
-            snapshot = DeltaTable(str(self.tmp / "delta" / "feedback" / table)).to_pyarrow_table()
+            uri = self.delta_uri or str(self.tmp / "delta" / "feedback")
+            snapshot = DeltaTable(
+                f"{uri}/{table}", storage_options=self.delta_storage
+            ).to_pyarrow_table()
             with duckdb.connect() as con:
                 con.register("snapshot", snapshot)
                 return landed_rows(con, table, "snapshot", where)
