@@ -266,12 +266,33 @@ def completed_loads(pipeline: Pipeline) -> tuple[datetime | None, int]:
     """
     client: Any
     with pipeline.destination_client() as client:
-        files = client.list_table_files(pipeline.default_schema.loads_table_name)
+        files = _load_files(client, pipeline)
         if not files:
             return None, 0
         newest = max(files, key=lambda path: _load_id_of(str(path)))
         stored = json.loads(client.fs_client.read_text(newest, encoding="utf-8"))
     return datetime.fromisoformat(stored["inserted_at"]), len(files)
+
+
+def load_completed(pipeline: Pipeline, load_id: str) -> bool:
+    """Whether dlt recorded ``load_id`` as completed here (its ``_dlt_loads`` file exists)."""
+    client: Any
+    with pipeline.destination_client() as client:
+        return any(
+            _load_id_of(str(path)) == float(load_id) for path in _load_files(client, pipeline)
+        )
+
+
+def _load_files(client: Any, pipeline: Pipeline) -> list[str]:
+    """The ``_dlt_loads`` files of the pipeline's schema (none before the first load)."""
+    from dlt.common.destination.exceptions import DestinationUndefinedEntity
+
+    try:
+        files: list[str] = client.list_table_files(pipeline.default_schema.loads_table_name)
+    except DestinationUndefinedEntity:
+        return []
+    prefix = pipeline.default_schema.name + "__"
+    return [f for f in files if str(f).rsplit("/", 1)[-1].startswith(prefix)]
 
 
 def _load_id_of(path: str) -> float:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+from dlt.common.destination.exceptions import DestinationUndefinedEntity
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines import delta, runlock
@@ -458,6 +459,10 @@ class _Journal:
 
 
 def _landed(pipeline: Pipeline, load_id: str) -> bool:
+    """Whether the destination recorded ``load_id`` as complete. A destination that cannot
+    be asked raises: the journal is kept for a run that can."""
+    if is_delta(pipeline):
+        return delta.load_completed(pipeline, load_id)
     try:
         with pipeline.sql_client() as client:
             rows = client.execute_sql(
@@ -465,7 +470,7 @@ def _landed(pipeline: Pipeline, load_id: str) -> bool:
                 "where load_id = %s and status = 0",
                 load_id,
             )
-    except Exception:  # no dataset yet
+    except DestinationUndefinedEntity:  # no dataset yet
         return False
     return bool(rows and rows[0][0])
 

@@ -39,6 +39,8 @@ from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import COLUMNS, Harness, expected_rows
 
 STAGES = ("extract", "normalize", "load", "reconcile", "models", "push")
+# what a sync prints when it finishes the deletes a killed run owed (pipelines/sync.py)
+RESUMED = "sync: finishing what the previous run left after its load"
 # the line each stage opens with (pipelines/sync.py, pipelines/push/run.py)
 MARKERS = (
     ("sync: full run of", "extract"),
@@ -64,6 +66,8 @@ class Round:
     writes_twice: int = 0
     writes_lost: int = 0
     message: str = ""
+    # the rerun finished deletes the killed run owed after its load (the sync's journal)
+    resumed: bool = False
 
     @property
     def ok(self) -> bool:
@@ -173,13 +177,15 @@ def run_campaign(
     workdir: Path,
     progress: Callable[[str], None] = lambda line: None,
     postgres_dsn: str | None = None,
+    delta: bool = False,
     stages: tuple[str, ...] = STAGES,
 ) -> Campaign:
     """Kills ``kills`` runs (at most ``3 * kills`` rounds) aimed at ``stages``, checking
     after each.
 
     With ``postgres_dsn`` the syncs load into that PostgreSQL database instead of a DuckDB
-    file (the push reads DuckDB and Parquet targets only: leave ``push`` out of ``stages``).
+    file; with ``delta`` into Delta tables under ``workdir/delta`` (the push campaign
+    writes curated files for a DuckDB warehouse: leave ``push`` out of ``stages`` then).
     """
     started = time.perf_counter()
     rng = random.Random(seed)
@@ -195,6 +201,9 @@ def run_campaign(
                 harness.destination, harness.postgres_dsn = "postgres", postgres_dsn
                 env["DESTINATION__POSTGRES__CREDENTIALS"] = postgres_dsn
                 sync += ["--destination", "postgres"]
+            elif delta:
+                harness.destination = "delta"
+                sync += ["--destination", "delta", "--delta-dir", str(workdir / "delta")]
             push = [*CLI, "push", "--apply", "--force", "--curated-dir", str(workdir / "curated")]
             done = subprocess.run(
                 [*sync, "--full"], env=env, capture_output=True, text=True, timeout=600
@@ -235,6 +244,7 @@ def run_campaign(
                     process.finish()
                 time.sleep(0.3)  # the server finishes requests it already had
                 rerun = subprocess.run(command, env=env, capture_output=True, text=True)
+                round_.resumed = RESUMED in rerun.stderr  # progress lines go to stderr
                 if rerun.returncode != 0:
                     round_.rerun_ok = False
                     round_.message = (rerun.stderr or rerun.stdout).strip().splitlines()[-1:]

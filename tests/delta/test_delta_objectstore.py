@@ -16,6 +16,7 @@ import duckdb
 import pytest
 from deltalake import DeltaTable
 
+from pipelines import sync as sync_module
 from pipelines.models import models_file
 from pipelines.report import write as write_report
 from sandbox.objectstore import REGION, Store
@@ -110,6 +111,31 @@ def test_full_normal_and_full_again_in_object_storage(
     assert full.rows_removed["comments"] >= 3
     report = write_report(in_bucket.target(), tmp_path / "report.html")
     assert report.charts == 5
+
+
+def test_deletes_owed_by_a_crashed_run_are_finished_in_object_storage(
+    in_bucket: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that loaded and crashed before its deletes: the next run (not a full one) asks
+    the bucket whether that load landed, and finishes them."""
+    in_bucket.sync(full=True, models=False)
+    changes = in_bucket.mutate(seed=4, counts={"followers": {"delete": 2}})
+
+    def crash(*args: object, **kwargs: object) -> dict[str, int]:
+        raise RuntimeError("killed after the load")
+
+    reconcile = sync_module.reconcile
+    monkeypatch.setattr(sync_module, "reconcile", crash)
+    with pytest.raises(RuntimeError, match="killed after the load"):
+        in_bucket.sync(full=True, models=False)
+    monkeypatch.setattr(sync_module, "reconcile", reconcile)
+    resumed = in_bucket.sync(models=False)
+    assert "finishing what the previous run left" in in_bucket.last_output
+    assert resumed.rows_removed["followers"] == 2
+    for con in in_bucket.connect():
+        landed = {r[0] for r in con.execute("select idx from feedback.followers").fetchall()}
+        assert not landed & set(changes["followers"]["deleted"])
+    in_bucket.assert_equals_truth(tables=["followers", "followers__companies"])
 
 
 def test_the_cli_into_object_storage_leaves_the_secret_key_nowhere(

@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 import httpx
 
+from pipelines.feedback.screening import REJECTED_TABLE
 from pipelines.feedback.settings import FeedbackSettings
 from pipelines.sync import SyncResult, run_sync
 from pipelines.warehouse import Target
@@ -485,6 +486,13 @@ class Harness:
             finally:
                 pg.close()
             return
+        if destination == "delta":
+            con = self._delta_connection()
+            try:
+                yield con
+            finally:
+                con.close()
+            return
         path = self.target(destination).duckdb_file()
         assert path is not None
         con = duckdb.connect(str(path), read_only=True)
@@ -493,23 +501,30 @@ class Harness:
         finally:
             con.close()
 
+    def _delta_connection(self) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB with ``feedback.<table>`` for each Delta table, as delta-rs
+        itself reads it (not by the file lists the models use)."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        uri = self.delta_uri or str(self.tmp / "delta" / "feedback")
+        con = duckdb.connect()
+        con.execute("create schema feedback")
+        for name in [*COLUMNS, REJECTED_TABLE]:
+            try:
+                table = DeltaTable(f"{uri}/{name}", storage_options=self.delta_storage)
+            except TableNotFoundError:
+                continue
+            con.register(f"_delta_{name}", table.to_pyarrow_table())
+            con.execute(f'create view feedback."{name}" as select * from "_delta_{name}"')
+        return con
+
     def table_rows(self, table: str, *, destination: str | None = None, where: str = "") -> Rows:
         destination = destination or self.destination
         if destination == "parquet":
             with duckdb.connect() as con:
                 file = self.tmp / "parquet" / f"{table}.parquet"
                 return landed_rows(con, table, f"read_parquet('{file}')", where)
-        if destination == "delta":
-            # read by delta-rs itself, not by the file lists the models use
-            from deltalake import DeltaTable
-
-            uri = self.delta_uri or str(self.tmp / "delta" / "feedback")
-            snapshot = DeltaTable(
-                f"{uri}/{table}", storage_options=self.delta_storage
-            ).to_pyarrow_table()
-            with duckdb.connect() as con:
-                con.register("snapshot", snapshot)
-                return landed_rows(con, table, "snapshot", where)
         for con in self.connect(destination):
             return landed_rows(con, table, f'feedback."{table}"', where)
         raise AssertionError("unreachable")
