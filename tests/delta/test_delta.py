@@ -13,6 +13,8 @@ from deltalake import DeltaTable
 from pipelines.models import models_file
 from pipelines.report import write as write_report
 from tests.postgres.test_models_postgres import _rows
+from tests.postgres.test_push_postgres import _plan
+from tests.push.helpers import ACCOUNT_COLUMNS, NEW, accounts, push, write_counts, write_csv, writes
 from tests.sync.harness import Harness
 from tests.sync.test_full_and_incremental import CHANGES
 
@@ -136,3 +138,37 @@ def test_repeated_items_in_one_run_land_once_in_delta(delta: Harness) -> None:
     delta.sync(models=False)
     delta.sync(full=True, models=False)
     delta.assert_equals_truth()
+
+
+def test_push_on_delta_plans_as_on_duckdb_and_applies_once(delta: Harness, tmp_path: Path) -> None:
+    """The reverse sync on the Delta target: the desired state from the curated folder, the
+    warehouse copy from the models file over the Delta snapshots; the same plan as on
+    DuckDB from the same data, applied once, with its journal in the models file."""
+    delta.sync(full=True)
+    delta.sync(full=True, destination="duckdb")
+    rows = accounts(delta.dump())
+    rows[0]["attr__tier"] = "gold"
+    write_csv(tmp_path / "curated" / "accounts.csv", rows, [*ACCOUNT_COLUMNS, "attr__tier"])
+    preview = push(delta, tmp_path / "curated")
+    assert writes(delta) == [], "a preview sends no write request"
+    delta.destination = "duckdb"
+    expected = push(delta, tmp_path / "curated")
+    delta.destination = "delta"
+    assert _plan(preview) == _plan(expected)
+    assert sum(len(p.steps) for p in preview.plans) > 5
+
+    applied = push(delta, tmp_path / "curated", apply=True)
+    assert applied.exit_code() == 0, applied.report()
+    assert write_counts(delta)[("POST", "followers")] == 5
+    again = push(delta, tmp_path / "curated", apply=True)
+    assert writes(delta) == [], again.report()
+    landed = {f["email"].lower(): f for f in delta.dump()["followers"]}
+    assert landed[rows[0]["email"].lower()]["attributes"]["tier"] == "gold"
+    assert landed[NEW]["companies"][0]["monthly_spend"] == 3200.5
+    with duckdb.connect(str(models_file(delta.target())), read_only=True) as con:
+        states = dict(
+            con.execute("select state, count(*) from push._push_rows group by state").fetchall()
+        )
+        runs = con.execute("select applied, status from push._push_runs order by started_at")
+        assert runs.fetchall() == [(False, "preview"), (True, "ok"), (True, "ok")]
+    assert states["confirmed"] == states["intent"] > 5, states
