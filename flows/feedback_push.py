@@ -17,7 +17,6 @@ after each completed ``feedback-sync/incremental`` run.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import IO, Any, cast
 
 from prefect import flow, get_run_logger, task
@@ -26,9 +25,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
 
 from flows import lineage
+from flows.feedback_sync import flow_target
 from flows.logs import RunLogStream, forwarded
 from flows.secrets import api_key
-from pipelines.feedback.errors import SCRUBBER, ConfigError
+from pipelines.feedback.errors import SCRUBBER
 from pipelines.feedback.settings import load_settings
 from pipelines.push.run import PushResult, run_push
 from pipelines.push.settings import load_push_settings
@@ -86,6 +86,7 @@ def feedback_push(
     destination: str = "duckdb",
     dataset: str = "feedback",
     parquet_dir: str = "data/parquet",
+    delta_dir: str = "data/delta",
 ) -> dict[str, Any]:
     """Push curated warehouse rows back through the API (a preview unless ``apply``).
 
@@ -95,14 +96,14 @@ def feedback_push(
         apply: send the writes; without it the run only plans and writes the preview.
         force: send targets the safety limits refuse (an empty desired set, too many
             updates or deletes).
-        destination: ``duckdb`` or ``parquet`` (the push reads the models' DuckDB file).
+        destination: ``duckdb``, ``parquet``, ``delta`` (the push reads the models' DuckDB
+            file) or ``postgres`` (the curated tables and the journal are in the database).
         dataset: the dataset (schema) name.
         parquet_dir: the Parquet target's folder.
+        delta_dir: the Delta target's folder (its models file is there).
     """
     logger = get_run_logger()
-    if not dataset.replace("_", "").isalnum():
-        raise ConfigError(f"dataset must be letters, digits and underscores, got {dataset!r}")
-    target = Target(destination=destination.strip(), dataset=dataset, parquet_dir=Path(parquet_dir))
+    target = flow_target(destination, dataset, parquet_dir, delta_dir)
     limit = lineage.concurrency_limit(target)
     logger.info("waiting for the writer slot of %s (limit %r)", target.describe(), limit)
     with concurrency(limit, occupy=1, strict=True):

@@ -209,7 +209,14 @@ def publish_assets(
     return reported
 
 
-def _target(destination: str, dataset: str, parquet_dir: str, pipelines_dir: str | None) -> Target:
+def flow_target(
+    destination: str,
+    dataset: str,
+    parquet_dir: str,
+    delta_dir: str,
+    pipelines_dir: str | None = None,
+) -> Target:
+    """The target a flow's parameters name (checked: a bad one fails the run by name)."""
     if not destination.strip():
         raise ConfigError("destination must not be empty")
     if not dataset.replace("_", "").isalnum():
@@ -218,6 +225,7 @@ def _target(destination: str, dataset: str, parquet_dir: str, pipelines_dir: str
         destination=destination.strip(),
         dataset=dataset,
         parquet_dir=Path(parquet_dir),
+        delta_dir=Path(delta_dir),
         pipelines_dir=Path(pipelines_dir) if pipelines_dir else None,
     )
 
@@ -255,6 +263,7 @@ def feedback_sync(
     max_row_drop: float = DEFAULT_MAX_ROW_DROP,
     max_age_hours: dict[str, float] | None = None,
     parquet_dir: str = "data/parquet",
+    delta_dir: str = "data/delta",
     pipelines_dir: str | None = None,
 ) -> dict[str, Any]:
     """Sync the Feedback API into the warehouse, build the models, check what landed.
@@ -263,7 +272,8 @@ def feedback_sync(
         mode: ``incremental`` reads what changed; ``full`` reads everything and removes
             what was deleted at the source.
         resources: only these resources (default: all).
-        destination: ``duckdb``, ``parquet`` or a dlt destination configured the dlt way.
+        destination: ``duckdb``, ``parquet``, ``delta``, ``postgres`` or another dlt
+            destination, configured the dlt way.
         dataset: the dataset (schema) name.
         run_models: build the SQL models after the load.
         checks: run the data checks; a failed check fails the run.
@@ -273,6 +283,8 @@ def feedback_sync(
             may be before the freshness check fails (say ``{"comments": 48}``); resources
             not named are reported only.
         parquet_dir: the Parquet target's folder.
+        delta_dir: the Delta target's folder when no bucket is configured
+            (``DESTINATION__FILESYSTEM__BUCKET_URL``), and where its models file lives.
         pipelines_dir: dlt's working folder (default: dlt's, ~/.dlt/pipelines). A fresh
             one resumes from the state the destination holds.
     """
@@ -287,7 +299,7 @@ def feedback_sync(
             f"max_age_hours names no resource: {', '.join(unknown)}; "
             f"choose from {', '.join(RESOURCES)}"
         )
-    target = _target(destination, dataset, parquet_dir, pipelines_dir)
+    target = flow_target(destination, dataset, parquet_dir, delta_dir, pipelines_dir)
     selected = check_resources(resources)
     retries, delays = _retry_options()
     limit = lineage.concurrency_limit(target)

@@ -7,10 +7,14 @@ Lineage runs API resource -> loaded table -> mart:
 
 - an API resource is ``<base URL>/<resource>`` (user and password left out);
 - a DuckDB table is ``duckdb://<absolute file>/<dataset>/<table>``, a Parquet table
-  ``file://<absolute folder>/<table>.parquet``, another destination's
-  ``<destination>://<dataset>/<table>``;
-- a mart lives beside the tables (``.../marts/<mart>``), and depends on the loaded tables
-  its staging models read.
+  ``file://<absolute folder>/<table>.parquet``, a PostgreSQL table
+  ``postgres://<host>:<port>/<database>/<dataset>/<table>``, a Delta table its own
+  location (``s3://<bucket>/<prefix>/<dataset>/<table>``, or ``file://...`` for a folder),
+  another destination's ``<destination>://<dataset>/<table>``; no user name or secret is
+  ever part of a key (``Target.location``);
+- a mart lives beside the tables (``.../marts/<mart>``), except on Delta, where the marts
+  are tables of the local models file (``duckdb://<delta dir>/models.duckdb/marts/<mart>``);
+  it depends on the loaded tables its staging models read.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from pipelines.models import MARTS_SCHEMA, Project
+from pipelines.models import MARTS_SCHEMA, Project, models_file
 from pipelines.warehouse import Target
 
 # characters Prefect refuses in an asset key; each becomes "-"
@@ -55,11 +59,13 @@ def mart_asset(target: Target, mart: str) -> str:
 
 def _relation_asset(target: Target, schema: str, name: str, parquet_folder: str) -> str:
     if target.is_parquet:
-        return _key(f"file://{target.parquet_dir.resolve()}/{parquet_folder}{name}.parquet")
-    path = target.duckdb_file()
-    if path is not None:
-        return _key(f"duckdb://{path.resolve()}/{schema}/{name}")
-    return _key(f"{slug(target.destination) or 'warehouse'}://{schema}/{name}")
+        return _key(f"{target.location()}/{parquet_folder}{name}.parquet")
+    if target.is_delta and schema == MARTS_SCHEMA:
+        return _key(f"duckdb://{models_file(target).resolve()}/{schema}/{name}")
+    location = target.location()
+    if location.endswith("://"):  # a destination with no known location
+        return _key(f"{slug(target.destination) or 'warehouse'}://{schema}/{name}")
+    return _key(f"{location}/{schema}/{name}")
 
 
 def mart_sources(project: Project) -> dict[str, set[str]]:
@@ -104,8 +110,9 @@ def artifact_key(target: Target, kind: str) -> str:
     keeps two warehouses whose names read alike (``/a/warehouse.duckdb`` and
     ``/b/warehouse.duckdb``) from sharing a history, and so a row-count baseline."""
     path = target.parquet_dir if target.is_parquet else target.duckdb_file()
-    identity = "|".join(
-        [target.destination, str(path.resolve()) if path is not None else "", target.dataset]
-    )
+    # a file or folder by its path (as since the first release: a key that changed would
+    # start a new history), a server or bucket by its location
+    where = str(path.resolve()) if path is not None else target.location()
+    identity = "|".join([target.destination, where, target.dataset])
     digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
     return f"feedback-sync-{warehouse_name(target)}-{slug(target.dataset)}-{digest}-{kind}"

@@ -2,7 +2,8 @@
 
 Each check gives one ``Check``: its name, the table, the figure it measured and whether it
 passed (``None``: reported only, with no threshold set). They read the warehouse through
-dlt's SQL client, so they run on any SQL destination; the Prefect flow attaches them to
+dlt's SQL client, so they run on any SQL destination, and Delta tables through delta-rs
+(key and time columns only); the Prefect flow attaches them to
 the tables' assets and fails the run when one fails.
 """
 
@@ -18,6 +19,7 @@ from dlt.pipeline.pipeline import Pipeline
 from pipelines.export import data_tables
 from pipelines.feedback.settings import RESOURCES
 from pipelines.models import BuildResult
+from pipelines.reconcile import is_delta
 
 KEY = "idx"
 TIME_COLUMNS = ("created_at", "updated_at")
@@ -54,6 +56,29 @@ class ChecksFailed(Exception):
 def key_checks(pipeline: Pipeline) -> list[Check]:
     """Root tables' ``idx``: never null, never twice."""
     checks: list[Check] = []
+    for table, (total, nulls, duplicates) in _key_figures(pipeline).items():
+        checks.append(
+            Check(
+                "keys unique and not null",
+                table,
+                f"{nulls:,} null and {duplicates:,} duplicate {KEY} among {total:,} rows",
+                nulls == 0 and duplicates == 0,
+            )
+        )
+    return checks
+
+
+def _key_figures(pipeline: Pipeline) -> dict[str, tuple[int, int, int]]:
+    """Per root table present: rows, rows with a null key, rows beyond the first per key."""
+    figures: dict[str, tuple[int, int, int]] = {}
+    if is_delta(pipeline):
+        from pipelines import delta
+
+        found = delta.tables(pipeline)
+        for table in RESOURCES:
+            if table in found:
+                figures[table] = delta.key_figures(found[table], KEY)
+        return figures
     present = set(data_tables(pipeline))
     with pipeline.sql_client() as client:
         for table in RESOURCES:
@@ -65,15 +90,38 @@ def key_checks(pipeline: Pipeline) -> list[Check]:
                 f"from {qualified}"
             )
             total, nulls, duplicates = (int(v) for v in rows[0]) if rows else (0, 0, 0)
-            checks.append(
-                Check(
-                    "keys unique and not null",
-                    table,
-                    f"{nulls:,} null and {duplicates:,} duplicate {KEY} among {total:,} rows",
-                    nulls == 0 and duplicates == 0,
-                )
+            figures[table] = (total, nulls, duplicates)
+    return figures
+
+
+def _newest(pipeline: Pipeline) -> dict[str, dict[str, Any]]:
+    """Per root table present: the newest value of each of its ``TIME_COLUMNS``."""
+    newest: dict[str, dict[str, Any]] = {}
+    if is_delta(pipeline):
+        from pipelines import delta
+
+        found = delta.tables(pipeline)
+        for table in RESOURCES:
+            if table in found:
+                latest = delta.newest(found[table], TIME_COLUMNS)
+                if latest:
+                    newest[table] = latest
+        return newest
+    present = set(data_tables(pipeline))
+    with pipeline.sql_client() as client:
+        for table in RESOURCES:
+            if table not in present:
+                continue
+            columns = _columns(client, table)
+            times = [c for c in TIME_COLUMNS if c in columns]
+            if not times:
+                continue
+            qualified = client.make_qualified_table_name(table)
+            rows = client.execute_sql(
+                f"select {', '.join(f'max({c})' for c in times)} from {qualified}"
             )
-    return checks
+            newest[table] = dict(zip(times, rows[0] if rows else (), strict=False))
+    return newest
 
 
 def row_count_checks(
@@ -105,33 +153,18 @@ def freshness_checks(
     in ``max_age_hours`` fails when its newest change is older than that."""
     limits = dict(max_age_hours or {})
     now = now or datetime.now(UTC)
-    present = set(data_tables(pipeline))
     checks: list[Check] = []
-    with pipeline.sql_client() as client:
-        for table in RESOURCES:
-            if table not in present:
-                continue
-            columns = _columns(client, table)
-            times = [c for c in TIME_COLUMNS if c in columns]
-            if not times:
-                continue
-            qualified = client.make_qualified_table_name(table)
-            rows = client.execute_sql(
-                f"select {', '.join(f'max({c})' for c in times)} from {qualified}"
-            )
-            newest = dict(zip(times, rows[0] if rows else (), strict=False))
-            parts = [f"newest {c} {_iso(newest.get(c))}" for c in times]
-            stamps = [s for s in (_aware(v) for v in newest.values()) if s is not None]
-            latest = max(stamps) if stamps else None
-            limit = limits.get(table)
-            passed: bool | None = None
-            if limit is not None:
-                age = None if latest is None else (now - latest).total_seconds() / 3600
-                passed = age is not None and age <= limit
-                parts.append(
-                    f"{'no rows' if age is None else f'{age:,.1f}h old'} (limit {limit:g}h)"
-                )
-            checks.append(Check("freshness", table, ", ".join(parts), passed))
+    for table, newest in _newest(pipeline).items():
+        parts = [f"newest {c} {_iso(v)}" for c, v in newest.items()]
+        stamps = [s for s in (_aware(v) for v in newest.values()) if s is not None]
+        latest = max(stamps) if stamps else None
+        limit = limits.get(table)
+        passed: bool | None = None
+        if limit is not None:
+            age = None if latest is None else (now - latest).total_seconds() / 3600
+            passed = age is not None and age <= limit
+            parts.append(f"{'no rows' if age is None else f'{age:,.1f}h old'} (limit {limit:g}h)")
+        checks.append(Check("freshness", table, ", ".join(parts), passed))
     return checks
 
 

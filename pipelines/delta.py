@@ -305,6 +305,25 @@ def _load_id_of(path: str) -> float:
         return 0.0
 
 
+def key_figures(table: DeltaTable, key: str) -> tuple[int, int, int]:
+    """Rows, rows with a null ``key``, and rows beyond the first per key (the key column
+    only is read)."""
+    column = table.to_pyarrow_dataset().to_table(columns=[key]).column(key)
+    total, nulls = len(column), column.null_count
+    distinct = len(pc.drop_null(pc.unique(column.combine_chunks())))
+    return total, nulls, total - nulls - distinct
+
+
+def newest(table: DeltaTable, columns: Sequence[str]) -> dict[str, Any]:
+    """The newest value of each of ``columns`` the table has (those columns only read)."""
+    dataset = table.to_pyarrow_dataset()
+    present = [c for c in columns if c in dataset.schema.names]
+    if not present:
+        return {}
+    read = dataset.to_table(columns=present)
+    return {c: pc.max(read.column(c)).as_py() for c in present}
+
+
 def table_counts(pipeline: Pipeline) -> dict[str, int]:
     """Rows per data table (empty when nothing was loaded yet)."""
     return {

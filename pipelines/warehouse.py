@@ -21,9 +21,11 @@ Each target has its own pipeline name, so its state (cursors) never mixes with a
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import dlt
 from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
@@ -133,6 +135,27 @@ class Target:
             return f"Delta tables in {redact_url(self.bucket_url())}/{self.dataset}/"
         return f"{self.destination} (dataset {self.dataset})"
 
+    def location(self) -> str:
+        """Where the loaded tables live, as a URL with no user name or secret in it: the
+        DuckDB file, the Parquet folder, the Delta bucket or folder, the PostgreSQL server
+        and database (from dlt's configuration, nothing is opened), else the destination."""
+        if self.is_parquet:
+            return f"file://{self.parquet_dir.resolve()}"
+        if self.is_delta:
+            url = self.bucket_url()
+            if "://" not in url:
+                return f"file://{Path(url).resolve()}"
+            parts = urlsplit(url)
+            return urlunsplit((parts.scheme, parts.hostname or "", parts.path.rstrip("/"), "", ""))
+        path = self.duckdb_file()
+        if path is not None:
+            return f"duckdb://{path.resolve()}"
+        if self.destination == "postgres":
+            server = _postgres_server()
+            if server:
+                return f"postgres://{server}"
+        return f"{self.destination}://"
+
     def pipeline(self, progress: Any = None) -> Pipeline:
         """The dlt pipeline for this target (created or attached)."""
         destination: Any
@@ -188,6 +211,30 @@ def dataset_tables(client: SqlClientBase[Any]) -> list[str]:
         client.dataset_name,
     )
     return [row[0] for row in rows or ()]
+
+
+def _postgres_server() -> str | None:
+    """``host:port/database`` of the configured PostgreSQL credentials (no user, no
+    password), or None when they are not set or not read as a connection string."""
+    from dlt.destinations.impl.postgres.configuration import PostgresCredentials
+
+    value: Any = os.environ.get("DESTINATION__POSTGRES__CREDENTIALS") or dlt.secrets.get(
+        "destination.postgres.credentials"
+    )
+    credentials = PostgresCredentials()
+    try:
+        if isinstance(value, str):
+            credentials.parse_native_representation(value)
+        elif isinstance(value, Mapping):
+            credentials.update(value)
+        else:
+            return None
+    except ValueError:  # not a connection string (dlt says so when it connects)
+        return None
+    if not credentials.host:
+        return None
+    port = f":{credentials.port}" if credentials.port else ""
+    return f"{credentials.host}{port}/{credentials.database or ''}"
 
 
 def _dlt_duckdb_credentials() -> str | None:

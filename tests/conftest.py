@@ -92,6 +92,7 @@ FILE_SECONDS = {
     "tests/sync/test_type_drift.py": 70,
     "tests/postgres/test_kill_postgres.py": 52,
     "tests/delta/test_kill_delta.py": 80,
+    "tests/flows/test_flow_warehouses.py": 40,
     "tests/delta/test_delta_objectstore.py": 70,
     "tests/postgres/test_push_postgres.py": 35,
     "tests/delta/test_delta.py": 30,

@@ -172,3 +172,26 @@ def test_push_on_delta_plans_as_on_duckdb_and_applies_once(delta: Harness, tmp_p
         runs = con.execute("select applied, status from push._push_runs order by started_at")
         assert runs.fetchall() == [(False, "preview"), (True, "ok"), (True, "ok")]
     assert states["confirmed"] == states["intent"] > 5, states
+
+
+def test_key_and_freshness_figures_read_from_delta(tmp_path: Path) -> None:
+    """The flow's checks on Delta read key and time columns through delta-rs: a null key,
+    a repeated key and the newest time are measured, not assumed."""
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from pipelines import delta
+
+    stamps = [datetime(2026, 1, d, tzinfo=UTC) for d in (1, 3, 2, 2)]
+    rows = pa.table(
+        {
+            "idx": pa.array(["a", "b", "b", None]),
+            "created_at": pa.array(stamps, pa.timestamp("us", tz="UTC")),
+        }
+    )
+    write_deltalake(str(tmp_path / "t"), rows)
+    table = DeltaTable(str(tmp_path / "t"))
+    assert delta.key_figures(table, "idx") == (4, 1, 1)
+    assert delta.newest(table, ["created_at", "updated_at"]) == {"created_at": stamps[1]}

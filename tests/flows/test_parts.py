@@ -92,6 +92,41 @@ def test_names_derive_from_the_warehouse_and_carry_no_secret(tmp_path: Path) -> 
     assert resource == "https://feedback.example.com:8443/v1/comments"
 
 
+def test_server_and_bucket_assets_name_where_they_are_without_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two PostgreSQL servers, or two buckets, never share an asset or an artifact history,
+    and no user name or secret is part of either."""
+    monkeypatch.delenv("DESTINATION__FILESYSTEM__BUCKET_URL", raising=False)
+    pg = Target(destination="postgres", dataset="fb")
+    dsn = "postgresql://loader:s3cr3t-pw@db.internal:6432/analytics?sslmode=require"
+    monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", dsn)
+    assert (
+        lineage.table_asset(pg, "followers") == "postgres://db.internal:6432/analytics/fb/followers"
+    )
+    assert lineage.mart_asset(pg, "topic_summary").endswith("/analytics/marts/topic_summary")
+    first = lineage.artifact_key(pg, "rows")
+    monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", dsn.replace("db.internal", "db2"))
+    assert lineage.artifact_key(pg, "rows") != first
+    assert lineage.concurrency_limit(pg) == "feedback-sync-postgres-fb"
+
+    local = Target(destination="delta", delta_dir=tmp_path / "lake")
+    assert lineage.table_asset(local, "topics") == f"file://{tmp_path / 'lake'}/feedback/topics"
+    assert lineage.mart_asset(local, "topic_summary") == (
+        f"duckdb://{tmp_path / 'lake' / 'models.duckdb'}/marts/topic_summary"
+    )
+    local_history = lineage.artifact_key(local, "rows")
+    monkeypatch.setenv(
+        "DESTINATION__FILESYSTEM__BUCKET_URL", "s3://key:secret@team-lake/feedback-sync/"
+    )
+    in_bucket = Target(destination="delta", delta_dir=tmp_path / "lake")
+    key = lineage.table_asset(in_bucket, "followers")
+    assert key == "s3://team-lake/feedback-sync/feedback/followers"
+    assert lineage.artifact_key(in_bucket, "rows") != local_history
+    for text in (key, lineage.artifact_key(in_bucket, "rows"), lineage.table_asset(pg, "x")):
+        assert "secret" not in text and "s3cr3t" not in text and "loader" not in text
+
+
 def test_marts_depend_on_the_tables_their_staging_models_read() -> None:
     reads = lineage.mart_sources(load_project())
     assert len(reads) == 9
