@@ -12,7 +12,11 @@
 select
     idea_idx,
     {{ var('note_author_email') }} as author_email,
-    'Revenue-weighted demand: ' || format('{:,.2f}', commenter_monthly_spend)
+    -- the figure rounded half away from zero from its shortest decimal form, as PostgreSQL's
+    -- numeric does (DuckDB's format alone rounds the binary double half to even: 0.125 -> 0.12);
+    -- format reads the rounded decimal as a double again, exact below about 45 trillion
+    'Revenue-weighted demand: '
+    || format('{:,.2f}', round(cast(cast(commenter_monthly_spend as varchar) as decimal(38, 10)), 2))
     || ' per month from ' || commenter_companies
     || (case when commenter_companies = 1 then ' company' else ' companies' end)
     || ' (' || public_comments || ' public comments).' as message

@@ -141,3 +141,28 @@ def test_the_postgres_rewrites() -> None:
     assert '"staging".feedback_sync_try_double_precision(CAST(s AS TEXT))' in sql
     assert "CAST(ROUND(CAST(f AS DECIMAL), 2) AS DOUBLE PRECISION)" in sql
     assert "AS _subquery_0" in sql
+
+
+# the note's figure, as sql/push/idea_notes.sql spells it (the test checks it is there)
+NOTE_FIGURE = "format('{:,.2f}', round(cast(cast(x as varchar) as decimal(38, 10)), 2))"
+
+
+def test_the_note_figure_rounds_the_same_on_both_engines(postgres_dsn: str) -> None:
+    """Ties at the cent (0.125, 2.675, a sum's shortest form) round half away from zero on
+    both: DuckDB's ``format`` of the bare double rounds half to even (0.125 -> 0.12), and
+    PostgreSQL's ``to_char`` of the numeric half away from zero (0.13)."""
+    note = (SQL_DIR / "push" / "idea_notes.sql").read_text()
+    assert NOTE_FIGURE.replace("(x ", "(commenter_monthly_spend ") in note
+    values = [0.125, 2.675, 1.005, 2.665, -0.125, 0.005, 1234567.125, 3200.5, 0.1 + 0.2, 1e12 / 3]
+    rows = " union all ".join(
+        f"select cast({v!r} as double) as x, {i} as n" for i, v in enumerate(values)
+    )
+    sql = f"select n, {NOTE_FIGURE} from ({rows}) as t order by n"
+    on_duckdb = duckdb.connect().execute(sql).fetchall()
+    pg = PostgresReader(postgres_dsn)
+    try:
+        on_postgres = pg.execute(to_postgres(sql, "public")).fetchall()
+    finally:
+        pg.close()
+    assert on_postgres == on_duckdb
+    assert [f for _, f in on_duckdb][:5] == ["0.13", "2.68", "1.01", "2.67", "-0.13"]
