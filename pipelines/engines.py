@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import sqlglot
@@ -210,16 +211,27 @@ class PostgresEngine:
     def build(self, schemas: Sequence[str]) -> Iterator[None]:
         """One transaction; the model schemas are made anew (PostgreSQL's ``create or
         replace view`` cannot change a view's columns, and it has no such verb for tables).
-        Objects of others that depend on the models are dropped with them (``cascade``)."""
+
+        What others built on the models survives the rebuild: views (and materialized
+        views) in other schemas that read them are dropped with the schemas and made again
+        from their definitions, and the privileges granted on the schemas, their default
+        privileges and the privileges on each model and each such view are granted again.
+        A view that no longer compiles against the new models fails the build by name, and
+        the transaction leaves everything as it was. Objects placed inside the model
+        schemas themselves are the models' own: they are not kept.
+        """
         self.execute("begin")
         try:
+            kept = _Kept.read(self, schemas)
             for schema in schemas:
                 self.execute(f'drop schema if exists "{schema}" cascade')
                 self.execute(f'create schema "{schema}"')
+            kept.restore_schemas(self)
             # try_cast's stand-ins live in the first schema (staging), made anew with it
             self.functions_schema = schemas[0]
             self._try_cast_functions(self.functions_schema)
             yield
+            kept.restore_relations(self)
             self.execute("commit")
         except BaseException:
             with contextlib.suppress(Exception):
@@ -241,6 +253,140 @@ class PostgresEngine:
 
 def _text(value: str) -> str:
     return value
+
+
+def _ident(*names: str) -> str:
+    return ".".join('"' + n.replace('"', '""') + '"' for n in names)
+
+
+def _grantee(role: str) -> str:
+    return "public" if role == "public" else _ident(role)
+
+
+# privileges others hold: (schema, relation or "", privilege, grantee, grantable)
+_RELATION_GRANTS = """
+select n.nspname, c.relname, a.privilege_type, coalesce(r.rolname, 'public'), a.is_grantable
+from pg_class c join pg_namespace n on n.oid = c.relnamespace
+cross join lateral aclexplode(c.relacl) a left join pg_roles r on r.oid = a.grantee
+where a.grantee <> c.relowner and {where}
+"""
+_SCHEMA_GRANTS = """
+select n.nspname, '', a.privilege_type, coalesce(r.rolname, 'public'), a.is_grantable
+from pg_namespace n cross join lateral aclexplode(n.nspacl) a
+left join pg_roles r on r.oid = a.grantee
+where a.grantee <> n.nspowner and n.nspname = any(?::text[])
+"""
+# default privileges in the model schemas: (schema, owner role, object type, privilege,
+# grantee, grantable)
+_DEFAULT_GRANTS = """
+select n.nspname, o.rolname, d.defaclobjtype, a.privilege_type,
+       coalesce(r.rolname, 'public'), a.is_grantable
+from pg_default_acl d join pg_namespace n on n.oid = d.defaclnamespace
+join pg_roles o on o.oid = d.defaclrole
+cross join lateral aclexplode(d.defaclacl) a left join pg_roles r on r.oid = a.grantee
+where n.nspname = any(?::text[])
+"""
+# views outside the model schemas that read them, directly or through one another, with
+# their depth (0: reads a model); made again shallowest first
+_DEPENDENT_VIEWS = """
+with recursive model as (
+    select c.oid from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = any(?::text[])
+), dependent(oid, depth) as (
+    select distinct r.ev_class, 0 from pg_depend d join pg_rewrite r on r.oid = d.objid
+    where d.refobjid in (select oid from model) and r.ev_class not in (select oid from model)
+    union
+    select r.ev_class, dependent.depth + 1 from dependent
+    join pg_depend d on d.refobjid = dependent.oid join pg_rewrite r on r.oid = d.objid
+    where r.ev_class <> dependent.oid and dependent.depth < 50
+)
+select n.nspname, c.relname, c.relkind, pg_get_viewdef(c.oid), max(dependent.depth)
+from dependent join pg_class c on c.oid = dependent.oid
+join pg_namespace n on n.oid = c.relnamespace
+group by n.nspname, c.relname, c.relkind, c.oid
+order by max(dependent.depth), n.nspname, c.relname
+"""
+_DEFAULT_KINDS = {"r": "tables", "S": "sequences", "f": "functions", "T": "types", "n": "schemas"}
+
+
+@dataclass
+class _Kept:
+    """What others built on the PostgreSQL models, read before the model schemas are
+    dropped and made again after (``PostgresEngine.build``)."""
+
+    schema_grants: list[tuple[Any, ...]]
+    default_grants: list[tuple[Any, ...]]
+    views: list[tuple[Any, ...]]
+    relation_grants: list[tuple[Any, ...]]
+
+    @classmethod
+    def read(cls, engine: PostgresEngine, schemas: Sequence[str]) -> _Kept:
+        names = list(schemas)
+        views = engine.execute(_DEPENDENT_VIEWS, [names])
+        view_names = [f"{v[0]}.{v[1]}" for v in views]
+        relation_grants = engine.execute(
+            _RELATION_GRANTS.format(
+                where="(n.nspname = any(?::text[]) "
+                "or n.nspname || '.' || c.relname = any(?::text[]))"
+            ),
+            [names, view_names],
+        )
+        return cls(
+            schema_grants=engine.execute(_SCHEMA_GRANTS, [names]),
+            default_grants=engine.execute(_DEFAULT_GRANTS, [names]),
+            views=views,
+            relation_grants=relation_grants,
+        )
+
+    def restore_schemas(self, engine: PostgresEngine) -> None:
+        """The schemas' own privileges and default privileges (before the models are made,
+        so the defaults apply to them as before)."""
+        for schema, _, privilege, grantee, grantable in self.schema_grants:
+            option = " with grant option" if grantable else ""
+            engine.execute(
+                f"grant {privilege} on schema {_ident(schema)} to {_grantee(grantee)}{option}"
+            )
+        for schema, owner, kind, privilege, grantee, grantable in self.default_grants:
+            option = " with grant option" if grantable else ""
+            engine.execute(
+                f"alter default privileges for role {_ident(owner)} in schema {_ident(schema)} "
+                f"grant {privilege} on {_DEFAULT_KINDS[kind]} to {_grantee(grantee)}{option}"
+            )
+
+    def restore_relations(self, engine: PostgresEngine) -> None:
+        """Dependent views made again, then every privilege on a relation that exists again.
+
+        Raises:
+            DependentViewError: a dependent view no longer compiles against the new models.
+        """
+        for schema, name, kind, definition, _ in self.views:
+            verb = "materialized view" if kind == "m" else "view"
+            try:
+                engine.execute(f"create {verb} {_ident(schema, name)} as {definition}")
+            except engine.errors as exc:
+                raise DependentViewError(
+                    f"the {verb} {schema}.{name}, which reads the models, no longer compiles "
+                    f"against them ({str(exc).strip().splitlines()[0]}); nothing was changed: "
+                    "fix or drop that view, then build again"
+                ) from None
+        existing = {
+            (schema, name)
+            for schema, name in engine.execute(
+                "select n.nspname, c.relname from pg_class c "
+                "join pg_namespace n on n.oid = c.relnamespace"
+            )
+        }
+        for schema, name, privilege, grantee, grantable in self.relation_grants:
+            if (schema, name) not in existing:
+                continue  # a model this release no longer makes
+            option = " with grant option" if grantable else ""
+            engine.execute(
+                f"grant {privilege} on {_ident(schema, name)} to {_grantee(grantee)}{option}"
+            )
+
+
+class DependentViewError(Exception):
+    """A view of someone else's that reads the models does not compile against new ones."""
 
 
 def try_cast_function(sql_type: str) -> str:

@@ -34,7 +34,13 @@ from pathlib import Path
 import duckdb
 
 from pipelines import delta, runlock
-from pipelines.engines import DuckDbEngine, Engine, PostgresEngine, has_schema
+from pipelines.engines import (
+    DependentViewError,
+    DuckDbEngine,
+    Engine,
+    PostgresEngine,
+    has_schema,
+)
 from pipelines.export import write_parquet
 from pipelines.feedback.arrow import PARENT_KEYS
 from pipelines.feedback.screening import spec_fields
@@ -444,7 +450,10 @@ def _apply_postgres(target: Target, project: Project) -> BuildResult:
             raise ModelError(
                 f"{target.describe()} has no dataset {target.dataset!r}: run a sync first"
             )
-        return build(engine, target.dataset, project)
+        try:
+            return build(engine, target.dataset, project)
+        except DependentViewError as exc:
+            raise ModelError(str(exc)) from None
 
 
 def models_file(target: Target) -> Path:

@@ -166,3 +166,66 @@ def test_the_note_figure_rounds_the_same_on_both_engines(postgres_dsn: str) -> N
         pg.close()
     assert on_postgres == on_duckdb
     assert [f for _, f in on_duckdb][:5] == ["0.13", "2.68", "1.01", "2.67", "-0.13"]
+
+
+def test_a_rebuild_keeps_what_others_built_on_the_models(
+    harness: Harness, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A BI team's read-only role, its grants and default privileges, and its views over
+    the marts (one over another, one materialized) survive a models rebuild; a view that no
+    longer compiles against new models fails the build by name, changing nothing."""
+    monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", postgres_dsn)
+    result = harness.sync(full=True, destination="postgres")
+    assert result.models is not None and not result.models_error, result.models_error
+    pg = PostgresReader(postgres_dsn)
+    try:
+        for sql in (
+            "drop role if exists bi_reader",
+            "create role bi_reader nologin",
+            "grant usage on schema marts, staging to bi_reader",
+            "grant select on all tables in schema marts to bi_reader",
+            "alter default privileges in schema staging grant select on tables to bi_reader",
+            "create schema bi",
+            "create view bi.topics as select topic_idx, topic_name, ideas from marts.topic_summary",
+            "create view bi.topic_count as select count(*) as n from bi.topics",
+            "create materialized view bi.names as select topic_name from staging.topics",
+            "grant usage on schema bi to bi_reader",
+            "grant select on bi.topics, bi.topic_count to bi_reader",
+        ):
+            pg.execute(sql)
+        before = pg.execute("select * from bi.topics order by 1").fetchall()
+        assert before
+
+        apply(harness.target("postgres"))
+
+        assert pg.execute("select * from bi.topics order by 1").fetchall() == before
+        assert pg.execute("select n from bi.topic_count").fetchall() == [(len(before),)]
+        assert len(pg.execute("select * from bi.names").fetchall()) == len(before)
+        can = pg.execute(
+            "select has_schema_privilege('bi_reader', 'marts', 'usage'), "
+            "has_table_privilege('bi_reader', 'marts.topic_summary', 'select'), "
+            "has_table_privilege('bi_reader', 'marts.idea_engagement', 'select'), "
+            "has_table_privilege('bi_reader', 'bi.topic_count', 'select'), "
+            "has_table_privilege('bi_reader', 'staging.topics', 'select'), "
+            "has_table_privilege('bi_reader', 'marts.topic_summary', 'insert')"
+        ).fetchall()
+        assert can == [(True, True, True, True, True, False)]
+
+        # a release whose mart drops a column a BI view reads: refused, nothing changed
+        renamed = tmp_path / "sql"
+        shutil.copytree(SQL_DIR, renamed)
+        mart = renamed / "marts" / "topic_summary.sql"
+        mart.write_text(mart.read_text().replace(") as ideas,", ") as idea_count,"))
+        with pytest.raises(ModelError, match=r"the view bi\.topics, which reads the models"):
+            apply(harness.target("postgres"), load_project(renamed))
+        columns = pg.execute(
+            "select column_name from information_schema.columns "
+            "where table_schema = 'marts' and table_name = 'topic_summary'"
+        ).fetchall()
+        assert ("ideas",) in columns and ("idea_count",) not in columns
+        assert pg.execute("select * from bi.topics order by 1").fetchall() == before
+    finally:
+        pg.execute("drop schema if exists bi cascade")
+        pg.execute("drop owned by bi_reader")
+        pg.execute("drop role if exists bi_reader")
+        pg.close()
