@@ -442,20 +442,6 @@ def describe(project: Project) -> str:
     return "\n".join(lines).rstrip()
 
 
-def _apply_postgres(target: Target, project: Project) -> BuildResult:
-    """Builds the models in the PostgreSQL database the sync loads (dlt's credentials)."""
-    with target.pipeline().sql_client() as client:
-        engine = PostgresEngine(client.native_connection)
-        if not has_schema(engine, target.dataset):
-            raise ModelError(
-                f"{target.describe()} has no dataset {target.dataset!r}: run a sync first"
-            )
-        try:
-            return build(engine, target.dataset, project)
-        except DependentViewError as exc:
-            raise ModelError(str(exc)) from None
-
-
 def models_file(target: Target) -> Path:
     """The DuckDB file the models are built in: the warehouse, or one beside the Parquet."""
     if target.is_parquet:
@@ -469,10 +455,17 @@ def models_file(target: Target) -> Path:
 
 
 @contextlib.contextmanager
-def warehouse(target: Target, *, read_only: bool = False) -> Iterator[tuple[Engine, str]]:
+def warehouse(
+    target: Target, *, read_only: bool = False, building: bool = False
+) -> Iterator[tuple[Engine, str]]:
     """The engine the models of ``target`` live on, and how messages name it: the DuckDB
     file (the warehouse, or the models file beside the Parquet or of the Delta target), or
-    the PostgreSQL database.
+    the PostgreSQL database. The one way the models, the dashboard and the push open it.
+
+    Args:
+        read_only: open a DuckDB file read-only.
+        building: for a models build, which makes the models file of a Parquet or Delta
+            target when it is not there yet.
 
     Raises:
         ModelError: the target keeps no models (another destination), or there is no
@@ -484,11 +477,15 @@ def warehouse(target: Target, *, read_only: bool = False) -> Iterator[tuple[Engi
         return
     if not target.builds_models:
         raise ModelError(
-            "the dashboard and the push read DuckDB, Parquet and PostgreSQL targets; "
-            f"{target.describe()} is none of them"
+            "the models, the dashboard and the push run on DuckDB, Parquet, Delta and "
+            f"PostgreSQL targets; {target.describe()} is none of them (run the SQL of sql/ "
+            "with your own tool there)"
         )
     path = models_file(target)
-    if not path.exists():
+    made_here = building and (target.is_parquet or target.is_delta)
+    if made_here:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
         raise ModelError(f"no warehouse at {path}: run `feedback-sync sync` first")
     con = open_models_file(path, read_only=read_only)
     try:
@@ -528,40 +525,32 @@ def apply(target: Target, project: Project | None = None, lock_wait: float = 0.0
 
 def _apply(target: Target, project: Project | None) -> BuildResult:
     project = project or load_project()
-    if target.destination == "postgres":
-        return _apply_postgres(target, project)
-    if not target.builds_models:
-        raise ModelError(
-            "the models run on DuckDB, Parquet and PostgreSQL targets; "
-            f"{target.describe()} is none of them (run the SQL of sql/ with your own tool there)"
-        )
-    path = models_file(target)
     if target.is_parquet and not any(target.parquet_dir.glob("*.parquet")):
         raise ModelError(f"no Parquet files in {target.parquet_dir}/: run a sync first")
-    if not (target.is_parquet or target.is_delta) and not path.exists():
-        raise ModelError(f"no warehouse at {path}: run a sync first")
-    if target.is_delta:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    con = open_models_file(path)
-    try:
-        if target.is_parquet:
-            parquet_views(con, target.parquet_dir, target.dataset)
-        elif target.is_delta:
+    with warehouse(target, building=True) as (engine, where):
+        if not isinstance(engine, DuckDbEngine):
+            if not has_schema(engine, target.dataset):
+                raise ModelError(f"{where} has no dataset {target.dataset!r}: run a sync first")
             try:
-                made = delta.snapshot_views(con, target.pipeline(), target.dataset)
-            except delta.DeltaError as exc:
+                return build(engine, target.dataset, project)
+            except DependentViewError as exc:
                 raise ModelError(str(exc)) from None
-            if not made:
-                raise ModelError(f"no Delta tables in {target.describe()}: run a sync first")
-        elif not con.execute(
-            "select 1 from information_schema.schemata where schema_name = ?", [target.dataset]
-        ).fetchall():
-            raise ModelError(f"{path} has no dataset {target.dataset!r}: run a sync first")
-        result = build(con, target.dataset, project)
-        if target.is_parquet:
-            export_marts(con, target.parquet_dir / "marts", result.mart_rows)
-        return result
-    except duckdb.Error as exc:
-        raise ModelError(f"{path}: {exc}") from None
-    finally:
-        con.close()
+        con = engine.con
+        try:
+            if target.is_parquet:
+                parquet_views(con, target.parquet_dir, target.dataset)
+            elif target.is_delta:
+                try:
+                    made = delta.snapshot_views(con, target.pipeline(), target.dataset)
+                except delta.DeltaError as exc:
+                    raise ModelError(str(exc)) from None
+                if not made:
+                    raise ModelError(f"no Delta tables in {target.describe()}: run a sync first")
+            elif not has_schema(engine, target.dataset):
+                raise ModelError(f"{where} has no dataset {target.dataset!r}: run a sync first")
+            result = build(con, target.dataset, project)
+            if target.is_parquet:
+                export_marts(con, target.parquet_dir / "marts", result.mart_rows)
+            return result
+        except duckdb.Error as exc:
+            raise ModelError(f"{where}: {exc}") from None

@@ -297,9 +297,9 @@ def test_models_list_shows_grain_key_and_columns(capsys: Any) -> None:
 def test_models_on_a_target_without_a_sync_say_so(tmp_path: Path) -> None:
     from pipelines.warehouse import Target
 
-    with pytest.raises(ModelError, match="run a sync first"):
+    with pytest.raises(ModelError, match="run `feedback-sync sync` first"):
         apply(Target(destination="duckdb", duckdb_path=tmp_path / "none.duckdb"))
-    with pytest.raises(ModelError, match="DuckDB, Parquet and PostgreSQL targets"):
+    with pytest.raises(ModelError, match="DuckDB, Parquet, Delta and PostgreSQL targets"):
         apply(Target(destination="bigquery"))
 
 
