@@ -87,8 +87,12 @@ def test_the_flow_into_postgres(
     followers = by_key[f"{server}/feedback/followers"]
     assert followers["payload"]["rows_now"] == done["table_rows"]["followers"]
     assert f"{server}/marts/idea_engagement" in by_key
-    logs = "\n".join(prefect_server.logs(str(state.state_details.flow_run_id)))
-    assert "checks: " in logs
+    run_id = str(state.state_details.flow_run_id)
+    # logs reach the server asynchronously: wait for the checks' line
+    checked = prefect_server.wait_for(
+        lambda: [line for line in prefect_server.logs(run_id) if "checks: " in line], 1
+    )
+    assert checked, prefect_server.logs(run_id)
     everything = prefect_server.everything()
     assert SECRET_KEY not in everything
     assert postgres_server.password not in everything
