@@ -73,6 +73,22 @@ def object_store() -> Iterator[objectstore.Store]:
         yield store
 
 
+@pytest.fixture(scope="session")
+def azure_store() -> Iterator[objectstore.AzureStore]:
+    """A throwaway Azurite with one container for this test worker (sandbox/objectstore.py).
+
+    Skipped, saying so, only where Azurite cannot be installed (no npm); on CI, or where
+    ``./run test`` could have installed it, a missing Azurite fails the tests instead.
+    """
+    try:
+        with objectstore.running_azure() as store:
+            yield store
+    except objectstore.ObjectStoreUnavailable as exc:
+        if os.environ.get("CI") or shutil.which("npm"):
+            pytest.fail(f"Azurite is required here and did not start: {exc}")
+        pytest.skip(f"Delta-on-Azure tests SKIPPED: {exc}")
+
+
 # Test files by their measured time in seconds (a fresh-clone `./run test --durations=0` on
 # 2 cores, summed per file), heaviest first. xdist hands whole files (--dist loadfile) to
 # whichever worker is free, in collection order; starting with the longest files keeps one
@@ -91,7 +107,8 @@ FILE_SECONDS = {
     "tests/bench/test_bench.py": 71,
     "tests/sync/test_type_drift.py": 70,
     "tests/postgres/test_kill_postgres.py": 52,
-    "tests/delta/test_kill_delta.py": 80,
+    "tests/delta/test_delta_azure.py": 50,
+    "tests/delta/test_kill_delta.py": 45,
     "tests/flows/test_flow_warehouses.py": 40,
     "tests/delta/test_delta_objectstore.py": 70,
     "tests/postgres/test_push_postgres.py": 35,

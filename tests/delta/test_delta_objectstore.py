@@ -1,8 +1,9 @@
 """Delta tables in object storage: ``--destination delta`` with
-``DESTINATION__FILESYSTEM__BUCKET_URL=s3://...`` against an S3-compatible server on loopback
-(sandbox/objectstore.py), configured only through dlt's own settings. The models read the
-tables through delta-rs with the same credentials (no DuckDB extension, no second secret),
-and the store's secret key appears nowhere a run leaves anything."""
+``DESTINATION__FILESYSTEM__BUCKET_URL=s3://...`` against an S3-compatible server, and
+``az://...`` against Azurite, both on loopback (sandbox/objectstore.py), configured through
+dlt's own settings. The models read the tables through delta-rs with the same credentials
+(no DuckDB extension, no second secret), and the store's secret key appears nowhere a run
+leaves anything."""
 
 from __future__ import annotations
 
@@ -19,36 +20,33 @@ from deltalake import DeltaTable
 from pipelines import sync as sync_module
 from pipelines.models import models_file
 from pipelines.report import write as write_report
-from sandbox.objectstore import REGION, Store
+from sandbox.objectstore import AzureStore, Store
 from sandbox.server import RunningSandbox
 from tests.delta.test_delta import assert_same_models
 from tests.sync.harness import Harness
 from tests.sync.test_full_and_incremental import CHANGES
 
 
-def _storage(store: Store) -> dict[str, str]:
-    """delta-rs's options for the store, as a reader of the bucket would give them."""
-    return {
-        "aws_access_key_id": store.access_key,
-        "aws_secret_access_key": store.secret_key,
-        "endpoint_url": store.endpoint,
-        "region": REGION,
-        "aws_allow_http": "true",
-    }
+def bucket_harness(
+    harness: Harness, store: Store | AzureStore, monkeypatch: pytest.MonkeyPatch, prefix: str
+) -> Harness:
+    """The harness with its Delta tables under ``prefix`` in ``store``'s bucket."""
+    for name, value in store.dlt_env(prefix).items():
+        monkeypatch.setenv(name, value)
+    harness.destination = "delta"
+    harness.delta_uri = f"{store.bucket_url(prefix)}/feedback"
+    harness.delta_storage = store.storage_options()
+    harness.delta_store = store
+    return harness
 
 
 @pytest.fixture
 def in_bucket(
     harness: Harness, object_store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Harness:
-    """The harness with its Delta tables under a prefix of its own in the bucket."""
-    prefix = tmp_path.name
-    for name, value in object_store.dlt_env(prefix).items():
-        monkeypatch.setenv(name, value)
-    harness.destination = "delta"
-    harness.delta_uri = f"{object_store.bucket_url(prefix)}/feedback"
-    harness.delta_storage = _storage(object_store)
-    return harness
+    """The harness with its Delta tables in the S3-compatible bucket (test_delta_azure.py
+    runs the same tests in an Azure container)."""
+    return bucket_harness(harness, object_store, monkeypatch, tmp_path.name)
 
 
 def _versions(h: Harness) -> dict[str, int]:
@@ -58,14 +56,15 @@ def _versions(h: Harness) -> dict[str, int]:
 
 
 def test_full_normal_and_full_again_in_object_storage(
-    in_bucket: Harness, object_store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    in_bucket: Harness, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     first = in_bucket.sync(full=True)
-    assert "into Delta tables in s3://" in in_bucket.last_output
+    assert f"into Delta tables in {in_bucket.delta_uri}" in in_bucket.last_output
     in_bucket.assert_equals_truth()
     assert first.models is not None and first.models_error is None, first.models_error
     prefix = tmp_path.name + "/feedback/"
-    logs = [k for k in object_store.keys(prefix) if "/_delta_log/" in k]
+    store = in_bucket.delta_store
+    logs = [k for k in store.keys(prefix) if "/_delta_log/" in k]
     assert {k.split("/")[2] for k in logs} >= {"followers", "comments", "ideas__topics"}
     # nothing but the local models file outside the bucket
     local = [p.relative_to(tmp_path) for p in (tmp_path / "delta").rglob("*") if p.is_file()]
@@ -78,7 +77,7 @@ def test_full_normal_and_full_again_in_object_storage(
     copied_before = _versions(in_bucket)
     versions_before = {
         name: DeltaTable(
-            f"{in_bucket.delta_uri}/{name}", storage_options=_storage(object_store)
+            f"{in_bucket.delta_uri}/{name}", storage_options=in_bucket.delta_storage
         ).version()
         for name in copied_before
     }
@@ -89,7 +88,7 @@ def test_full_normal_and_full_again_in_object_storage(
         name
         for name, version in versions_before.items()
         if DeltaTable(
-            f"{in_bucket.delta_uri}/{name}", storage_options=_storage(object_store)
+            f"{in_bucket.delta_uri}/{name}", storage_options=in_bucket.delta_storage
         ).version()
         != version
     }

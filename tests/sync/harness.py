@@ -389,6 +389,7 @@ class Harness:
         # storage options for it (an object store's address and keys)
         self.delta_uri: str | None = None
         self.delta_storage: dict[str, str] | None = None
+        self.delta_store: Any = None  # the object store the tables are in (sandbox/objectstore.py)
 
     def close(self) -> None:
         self.control.close()
