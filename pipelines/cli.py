@@ -66,14 +66,15 @@ def _wait_argument(p: argparse.ArgumentParser) -> None:
 
 
 def _target(args: argparse.Namespace) -> Any:
-    from pathlib import Path
-
-    from pipelines.warehouse import Target
-
     if not args.destination.strip():
         raise UsageError("--destination must not be empty")
     if not args.dataset.replace("_", "").isalnum():
         raise UsageError(f"--dataset must be letters, digits and underscores, got {args.dataset!r}")
+    # checked first: a bad argument is answered before dlt is imported
+    from pathlib import Path
+
+    from pipelines.warehouse import Target
+
     return Target(
         destination=args.destination.strip(),
         dataset=args.dataset,
@@ -123,21 +124,24 @@ def _sync_parser(sub: Any) -> None:
 
 def _run_sync(args: argparse.Namespace) -> int:
     from pipelines.feedback.errors import ConfigError
-    from pipelines.sync import run_sync
 
     resources = (
         [r.strip() for r in args.resources.split(",") if r.strip()] if args.resources else None
     )
     if args.resources is not None and not resources:
         raise UsageError("--resources needs at least one resource name")
+    lock_wait = _wait(args)
+    target = _target(args)  # bad arguments are answered before the sync's imports
+    from pipelines.sync import run_sync
+
     try:
         result = run_sync(
-            _target(args),
+            target,
             full=args.full,
             resources=resources,
             progress_every=args.progress_every,
             models=not args.no_models,
-            lock_wait=_wait(args),
+            lock_wait=lock_wait,
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None

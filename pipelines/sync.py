@@ -35,10 +35,11 @@ from dlt.pipeline.pipeline import Pipeline
 from pipelines import delta, runlock
 from pipelines.export import data_tables, export_parquet
 from pipelines.failures import causes
-from pipelines.feedback import RESOURCES, SyncRun, feedback
+from pipelines.feedback.context import SyncRun
 from pipelines.feedback.errors import ConfigError, LoadFailed, redact_url
 from pipelines.feedback.screening import REJECTED_TABLE
-from pipelines.feedback.settings import FeedbackSettings, load_settings
+from pipelines.feedback.settings import RESOURCES, FeedbackSettings, load_settings
+from pipelines.feedback.source import feedback
 from pipelines.models import BuildResult, ModelError
 from pipelines.models import apply as apply_models
 from pipelines.reconcile import is_delta, reconcile, replace_children
