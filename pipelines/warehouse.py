@@ -24,16 +24,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import dlt
-from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
-from dlt.destinations.sql_client import SqlClientBase
-from dlt.pipeline.pipeline import Pipeline
-
-from pipelines import load_order
 from pipelines.feedback.errors import ConfigError, redact_url
+
+if TYPE_CHECKING:  # dlt is imported where it is used: `feedback-sync status` runs without it
+    from dlt.destinations.sql_client import SqlClientBase
+    from dlt.pipeline.pipeline import Pipeline
 
 DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
 DEFAULT_PARQUET_DIR = Path("data/parquet")
@@ -73,9 +71,11 @@ class Target:
 
     def bucket_url(self) -> str:
         """Where the Delta tables live: dlt's configured bucket, else ``delta_dir``."""
-        configured: Any = os.environ.get("DESTINATION__FILESYSTEM__BUCKET_URL") or dlt.config.get(
-            "destination.filesystem.bucket_url"
-        )
+        configured: Any = os.environ.get("DESTINATION__FILESYSTEM__BUCKET_URL")
+        if not configured:
+            import dlt
+
+            configured = dlt.config.get("destination.filesystem.bucket_url")
         if configured:
             return str(configured)
         return str(self.delta_dir.absolute())
@@ -126,6 +126,15 @@ class Target:
         configured = _dlt_duckdb_credentials()
         return Path(configured) if configured is not None else DEFAULT_DUCKDB_PATH
 
+    def check_duckdb_name(self) -> None:
+        """DuckDB names the catalog after the file: "feedback.feedback" would be ambiguous."""
+        path = self.duckdb_file()
+        if path is not None and path.stem == self.dataset:
+            raise ConfigError(
+                f"the DuckDB file {path} is named like the dataset {self.dataset!r}; "
+                "rename the file or pass another --dataset"
+            )
+
     def describe(self) -> str:
         if self.is_parquet:
             return f"Parquet files in {self.parquet_dir}/"
@@ -158,14 +167,14 @@ class Target:
 
     def pipeline(self, progress: Any = None) -> Pipeline:
         """The dlt pipeline for this target (created or attached)."""
+        import dlt
+        from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
+        from pipelines import load_order
+
         destination: Any
         path = self.duckdb_file()
-        if path is not None and path.stem == self.dataset:
-            # DuckDB names the catalog after the file: "feedback.feedback" is ambiguous
-            raise ConfigError(
-                f"the DuckDB file {path} is named like the dataset {self.dataset!r}; "
-                "rename the file or pass another --dataset"
-            )
+        self.check_duckdb_name()
         if self.is_delta:
             from pipelines import delta
 
@@ -216,6 +225,7 @@ def dataset_tables(client: SqlClientBase[Any]) -> list[str]:
 def _postgres_server() -> str | None:
     """``host:port/database`` of the configured PostgreSQL credentials (no user, no
     password), or None when they are not set or not read as a connection string."""
+    import dlt
     from dlt.destinations.impl.postgres.configuration import PostgresCredentials
 
     value: Any = os.environ.get("DESTINATION__POSTGRES__CREDENTIALS") or dlt.secrets.get(
@@ -237,13 +247,45 @@ def _postgres_server() -> str | None:
     return f"{credentials.host}{port}/{credentials.database or ''}"
 
 
+def _dlt_settings_files() -> list[Path]:
+    """Every TOML file dlt may read settings from: the project's ``.dlt`` folder (the
+    working folder, or ``DLT_PROJECT_DIR``) and each folder dlt picks as its global one
+    (``~/.dlt``, ``/var/dlt`` for root, ``$XDG_DATA_HOME/dlt``, the temp folder's ``dlt``).
+    A superset on purpose: a file here that dlt would not read only costs dlt's import."""
+    import tempfile
+
+    project = Path(os.environ.get("DLT_PROJECT_DIR", ".")) / ".dlt"
+    folders = [project, Path.home() / ".dlt", Path("/var/dlt"), Path(tempfile.gettempdir(), "dlt")]
+    if os.environ.get("XDG_DATA_HOME"):
+        folders.append(Path(os.environ["XDG_DATA_HOME"], "dlt"))
+    return [f / name for f in folders for name in ("config.toml", "secrets.toml")]
+
+
+def dlt_settings_mention(section: str) -> bool:
+    """Whether any of dlt's settings files names ``section`` (in a key, a table or even a
+    comment): when none does, dlt's settings cannot set anything under it, and reading them
+    needs no import of dlt (1.2 s). When one does, dlt itself is asked."""
+    for path in _dlt_settings_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        except OSError:
+            return True
+        if section in text.lower():
+            return True
+    return False
+
+
 def _dlt_duckdb_credentials() -> str | None:
     """The DuckDB file the user configured for dlt's DuckDB destination, if any."""
-    value: Any = os.environ.get("DESTINATION__DUCKDB__CREDENTIALS") or dlt.config.get(
-        "destination.duckdb.credentials"
-    )
-    if not value:
-        value = dlt.secrets.get("destination.duckdb.credentials")
+    value: Any = os.environ.get("DESTINATION__DUCKDB__CREDENTIALS")
+    if not value and dlt_settings_mention("destination"):
+        import dlt
+
+        value = dlt.config.get("destination.duckdb.credentials") or dlt.secrets.get(
+            "destination.duckdb.credentials"
+        )
     if not value:
         return None
     if isinstance(value, dict) and isinstance(value.get("database"), str):

@@ -8,13 +8,12 @@ comment ``content`` / ``content_html`` / ``content_markdown`` and ``type``, topi
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import zlib
 from collections.abc import Callable
 from typing import Any
-
-from markdown_it import MarkdownIt
 
 from sandbox.records import Announcement, Comment, Company, Follower, Idea, Link, Status, Topic
 from sandbox.store import Store
@@ -22,7 +21,6 @@ from sandbox.timefmt import format_iso, format_plain
 
 Formatter = Callable[[int], str]
 
-_markdown = MarkdownIt("commonmark", {"html": False})
 _TAGS = re.compile(r"<[^>]+>")
 _BLOCK_ENDS = re.compile(
     r"</(?:p|h[1-6]|li|pre|blockquote|ul|ol|table|tr|td|th)>|<br\s*/?>|<hr\s*/?>"
@@ -237,9 +235,18 @@ def _drifted(value: Any, seed: int | None, company: str, field: str) -> Any:
     return str(value)  # the number, as text
 
 
+@functools.cache
+def _markdown() -> Any:
+    # imported on the first announcement served, not at start-up: markdown_it costs 50 ms,
+    # a quarter of `feedback-sync sandbox`'s time to listening
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False})
+
+
 def render_markdown(content: str) -> tuple[str, str | None]:
     """``(content_html, excerpt)``: the excerpt is the first 140 characters of plain text."""
-    rendered = _markdown.render(content)
+    rendered = _markdown().render(content)
     # block ends become spaces, inline tags vanish: "It is <strong>here</strong>." stays whole
     text = _SPACES.sub(" ", html.unescape(_TAGS.sub("", _BLOCK_ENDS.sub(" ", rendered)))).strip()
     return rendered, (text[:140] or None)

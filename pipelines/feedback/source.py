@@ -32,8 +32,9 @@ from dlt.extract.resource import DltResource
 
 from pipelines.feedback import screening, shaping
 from pipelines.feedback.arrow import Tabulator
-from pipelines.feedback.context import SyncRun, idea_signature, pack_idea, unpack_idea
+from pipelines.feedback.context import SyncRun
 from pipelines.feedback.errors import ApiError
+from pipelines.feedback.idea_entries import idea_signature, pack_idea, unpack_idea
 from pipelines.feedback.paging import (
     Chain,
     CursorPaginator,

@@ -5,10 +5,15 @@ it runs. Asserted on the modules a fresh interpreter holds afterwards, not on ti
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from pipelines.status import _read_with_dlt, render, status_report
+from tests.sync.harness import Harness
 
 HEAVY = (
     "dlt",
@@ -36,12 +41,26 @@ print(json.dumps({{"code": code, "heavy": heavy}}))
 """
 
 
-def _probe(argv: list[str]) -> dict[str, object]:
+def _environment(extra: dict[str, str] | None) -> dict[str, str]:
+    """This process's environment without dlt's destination settings, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DESTINATION__")}
+    return {**env, "PYTHONPATH": str(Path.cwd()), **(extra or {})}
+
+
+def _probe(
+    argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, object]:
     roots = [m for m in HEAVY if "." not in m]
     code = PROBE.format(heavy=list(HEAVY), roots=roots)
     done = subprocess.run(
-        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_environment(env),
+        cwd=cwd,
     )
+    assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -83,3 +102,67 @@ def test_the_source_keeps_its_section(monkeypatch: pytest.MonkeyPatch) -> None:
 
     source = feedback(full=True)
     assert (source.section, source.name) == ("feedback", "feedback")
+
+
+@pytest.mark.parametrize("destination", ["duckdb", "parquet"])
+def test_status_reads_the_warehouse_without_dlt(harness: Harness, destination: str) -> None:
+    """``status`` on DuckDB and Parquet reads dlt's tables with DuckDB alone, and says what
+    dlt itself reads from them: the same report, line for line."""
+    harness.sync(destination=destination, models=False)
+    harness.sync(destination=destination, models=False)  # two loads, saved cursors
+    target = harness.target(destination)
+    quick = status_report(target)
+    assert quick == render(target, _read_with_dlt(target))
+    assert "resumes after the saved cursor" in quick and "2 loads in all" in quick
+    where = (
+        ["--destination", "parquet", "--parquet-dir", str(harness.tmp / "parquet")]
+        if destination == "parquet"
+        else []
+    )
+    env = {"DESTINATION__DUCKDB__CREDENTIALS": str(harness.tmp / "warehouse.duckdb")}
+    result = _probe(["status", *where], env=env, cwd=harness.tmp)
+    assert result["code"] == 0, result
+    assert "duckdb" in result["heavy"] and "dlt" not in result["heavy"], result
+
+
+def test_status_asks_dlt_where_its_settings_name_the_file(harness: Harness) -> None:
+    """A DuckDB file named only in ``.dlt/config.toml`` is dlt's to resolve: ``status``
+    imports dlt and reports that file, not the default one."""
+    harness.sync(models=False)
+    settings = harness.tmp / ".dlt"
+    settings.mkdir()
+    path = str(harness.tmp / "warehouse.duckdb").replace("\\", "\\\\")
+    (settings / "config.toml").write_text(f'[destination.duckdb]\ncredentials = "{path}"\n')
+    result = _probe(["status"], cwd=harness.tmp)
+    assert result["code"] == 0 and "dlt" in result["heavy"], result
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "status"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_environment(None),
+        cwd=harness.tmp,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"DuckDB {harness.tmp / 'warehouse.duckdb'}" in done.stdout
+    assert "1 loads in all" in done.stdout
+
+
+def test_the_sandbox_command_imports_only_the_server() -> None:
+    """What ``feedback-sync sandbox`` imports before it listens: the server, the seeding,
+    none of the sync's libraries, and no Markdown renderer (loaded on the first
+    announcement served)."""
+    code = (
+        "import json, sys\n"
+        "from pipelines.cli import build_parser\n"
+        "build_parser()\n"
+        "from sandbox.app import create_app\n"
+        "from sandbox.server import bind, serve_forever\n"
+        "create_app('tiny', 1)\n"
+        f"roots = {sorted({m.split('.')[0] for m in HEAVY} - {'starlette', 'pipelines'})!r}\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
+        "set(roots + ['markdown_it']))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pipelines.feedback.context import pack_idea, unpack_idea
+from pipelines.feedback.idea_entries import pack_idea, unpack_idea
 from tests.sync.harness import Harness
 
 
