@@ -475,7 +475,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", help="keep the runs' files here (default: a temporary folder)")
     args = parser.parse_args(argv)
 
-    from sandbox.seed import SCALES
+    from sandbox.scales import SCALES
 
     scales = [s.strip() for s in args.scales.split(",") if s.strip()]
     latency_scales = [s.strip() for s in (args.latency_scales or scales[0]).split(",") if s.strip()]

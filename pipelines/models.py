@@ -24,16 +24,19 @@ back (the previous models stay as they were) and raises ``ModelError`` naming th
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import re
 import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
-from pipelines import delta, runlock
+from pipelines import runlock
 from pipelines.engines import (
     DependentViewError,
     DuckDbEngine,
@@ -53,6 +56,16 @@ LAYERS = {"staging": "view", MARTS_SCHEMA: "table"}
 MODELS_DUCKDB = "models.duckdb"
 _CALL = re.compile(r"\{\{\s*(source|ref)\(\s*'([A-Za-z0-9_]+)'\s*\)\s*\}\}")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# where a build records what it was built from (``build(reuse=True)`` skips a build whose
+# inputs are the same): the schema is written in the same transaction as the models
+BUILD_SCHEMA = "_feedback_sync"
+BUILD_TABLE = f'"{BUILD_SCHEMA}"."models_build"'
+# a model calling one of these gives another answer for the same inputs: never reused
+_VOLATILE = re.compile(
+    r"\b(now|today|current_date|current_time|current_timestamp|localtime|localtimestamp|"
+    r"get_current_time|get_current_timestamp|random|uuid|gen_random_uuid|setseed)\b",
+    re.IGNORECASE,
+)
 
 
 class ModelError(Exception):
@@ -327,19 +340,36 @@ class BuildResult:
     built: list[str] = field(default_factory=list)
     mart_rows: dict[str, int] = field(default_factory=dict)
     missing_sources: list[str] = field(default_factory=list)
+    # when the build that is still current was made, where this one was skipped because
+    # nothing the models read had changed since (``build(reuse=True)``); None: built now
+    reused_from: Any = None
 
     def summary(self) -> str:
         marts = ", ".join(f"{name} {rows:,}" for name, rows in self.mart_rows.items())
-        line = f"models: built {len(self.built)} ({marts} rows)"
+        if self.reused_from is not None:
+            line = (
+                f"models: {len(self.built)} up to date, nothing they read changed since "
+                f"their build at {self.reused_from} ({marts} rows)"
+            )
+        else:
+            line = f"models: built {len(self.built)} ({marts} rows)"
         if self.missing_sources:
             line += f"; read as empty (not loaded): {', '.join(self.missing_sources)}"
         return line
 
 
 def build(
-    con: Engine | duckdb.DuckDBPyConnection, dataset: str, project: Project | None = None
+    con: Engine | duckdb.DuckDBPyConnection,
+    dataset: str,
+    project: Project | None = None,
+    reuse: bool = False,
 ) -> BuildResult:
     """Builds every model on ``con`` (an engine, or a DuckDB connection) in one transaction.
+
+    With ``reuse``, on DuckDB, a build is skipped when nothing the models read changed since
+    the last one: the same rendered SQL, and the same rows in every ``source()`` relation
+    (counted and hashed, order aside). Models that call a clock or a random function are
+    always built.
 
     Raises:
         ModelError: names the model that failed and carries the database's message; nothing
@@ -351,9 +381,27 @@ def build(
     existing = {table: set(columns) for table, columns in types.items()}
     result = BuildResult()
     result.missing_sources = sorted(t for t in project.sources if t not in existing)
-    with engine.build(list(LAYERS)):
-        for model in project.models:
-            sql = render(model, project, dataset, existing).strip().rstrip(";")
+    rendered = [
+        (model, render(model, project, dataset, existing).strip().rstrip(";"))
+        for model in project.models
+    ]
+    views = [
+        (TYPE_DRIFT, type_drift_sql(dataset, existing)),
+        (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
+    ]
+    fingerprint = None
+    if isinstance(engine, DuckDbEngine) and not any(_VOLATILE.search(sql) for _, sql in rendered):
+        fingerprint = _fingerprint(engine, project, dataset, existing, rendered, views)
+    if reuse and fingerprint is not None:
+        stored = _last_build(engine)
+        if stored is not None and stored[0] == fingerprint and _all_there(engine, project):
+            result.built = [f"{m.layer}.{m.name}" for m in project.models]
+            result.built += [f"staging.{name}" for name, _ in views]
+            result.mart_rows = json.loads(stored[2])
+            result.reused_from = stored[1]
+            return result
+    with engine.build([*LAYERS, BUILD_SCHEMA] if fingerprint is not None else list(LAYERS)):
+        for model, sql in rendered:
             kind = LAYERS[model.layer]
             try:
                 engine.create(kind, model.relation, sql)
@@ -365,13 +413,70 @@ def build(
             if kind == "table":
                 rows = engine.execute(f"select count(*) from {model.relation}")
                 result.mart_rows[model.name] = int(rows[0][0]) if rows else 0
-        for name, sql in (
-            (TYPE_DRIFT, type_drift_sql(dataset, existing)),
-            (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
-        ):
+        for name, sql in views:
             engine.create("view", f'"staging"."{name}"', sql)
             result.built.append(f"staging.{name}")
+        if fingerprint is not None:
+            engine.execute(
+                f"create table if not exists {BUILD_TABLE} "
+                "(fingerprint varchar, built_at timestamptz, mart_rows varchar)"
+            )
+            engine.execute(f"delete from {BUILD_TABLE}")
+            engine.execute(
+                f"insert into {BUILD_TABLE} values (?, current_timestamp, ?)",
+                [fingerprint, json.dumps(result.mart_rows)],
+            )
     return result
+
+
+def _fingerprint(
+    engine: Engine,
+    project: Project,
+    dataset: str,
+    existing: dict[str, set[str]],
+    rendered: list[tuple[Model, str]],
+    views: list[tuple[str, str]],
+) -> str:
+    """What a build reads, as one digest: every model's and view's SQL as rendered (so the
+    columns and types that landed), and the rows of every ``source()`` relation: their count
+    and the sum of their rows' hashes."""
+    digest = hashlib.sha256()
+    for text in [sql for _, sql in rendered] + [sql for _, sql in views]:
+        digest.update(text.encode())
+        digest.update(b"\0")
+    counts = " union all ".join(
+        f"select '{name}', count(*), cast(coalesce(sum(hash(s)), 0) as varchar) "
+        f"from {source_sql(name, declared, dataset, existing)} as s"
+        for name, declared in sorted(project.sources.items())
+    )
+    for row in engine.execute(counts) if counts else ():
+        digest.update(repr(tuple(row)).encode())
+    return digest.hexdigest()
+
+
+def _all_there(engine: Engine, project: Project) -> bool:
+    """Whether every model's view or table exists (none was dropped since the build)."""
+    there = {
+        (str(schema), str(name))
+        for schema, name in engine.execute(
+            "select table_schema, table_name from information_schema.tables "
+            "where table_schema in (?, ?)",
+            list(LAYERS),
+        )
+    }
+    return all((m.layer, m.name) in there for m in project.models)
+
+
+def _last_build(engine: Engine) -> tuple[str, Any, str] | None:
+    """``(fingerprint, built_at, mart_rows)`` of the last build, if one was recorded."""
+    made = engine.execute(
+        "select 1 from information_schema.tables where table_schema = ? and table_name = ?",
+        [BUILD_SCHEMA, "models_build"],
+    )
+    if not made:
+        return None
+    rows = engine.execute(f"select fingerprint, built_at, mart_rows from {BUILD_TABLE}")
+    return (str(rows[0][0]), rows[0][1], str(rows[0][2])) if rows else None
 
 
 def parquet_views(con: duckdb.DuckDBPyConnection, folder: Path, dataset: str) -> list[str]:
@@ -508,8 +613,13 @@ def open_models_file(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
         raise ModelError(f"cannot open {path}: {exc}") from None
 
 
-def apply(target: Target, project: Project | None = None, lock_wait: float = 0.0) -> BuildResult:
+def apply(
+    target: Target, project: Project | None = None, lock_wait: float = 0.0, reuse: bool = False
+) -> BuildResult:
     """Builds the models for ``target``; for Parquet, over views of its files.
+
+    With ``reuse`` (a sync's build), a build whose inputs did not change is skipped
+    (``build``).
 
     For Parquet the marts are also written as ``<folder>/marts/<mart>.parquet``. Holds
     ``target``'s run lock (a sync that builds its models holds it already).
@@ -520,10 +630,10 @@ def apply(target: Target, project: Project | None = None, lock_wait: float = 0.0
         WarehouseBusy: another run holds the warehouse (nothing was done).
     """
     with runlock.hold(target, "models", lock_wait):
-        return _apply(target, project)
+        return _apply(target, project, reuse)
 
 
-def _apply(target: Target, project: Project | None) -> BuildResult:
+def _apply(target: Target, project: Project | None, reuse: bool) -> BuildResult:
     project = project or load_project()
     if target.is_parquet and not any(target.parquet_dir.glob("*.parquet")):
         raise ModelError(f"no Parquet files in {target.parquet_dir}/: run a sync first")
@@ -540,6 +650,8 @@ def _apply(target: Target, project: Project | None) -> BuildResult:
             if target.is_parquet:
                 parquet_views(con, target.parquet_dir, target.dataset)
             elif target.is_delta:
+                from pipelines import delta  # pyarrow.dataset and delta-rs: only for Delta
+
                 try:
                     made = delta.snapshot_views(con, target.pipeline(), target.dataset)
                 except delta.DeltaError as exc:
@@ -548,9 +660,13 @@ def _apply(target: Target, project: Project | None) -> BuildResult:
                     raise ModelError(f"no Delta tables in {target.describe()}: run a sync first")
             elif not has_schema(engine, target.dataset):
                 raise ModelError(f"{where} has no dataset {target.dataset!r}: run a sync first")
-            result = build(con, target.dataset, project)
-            if target.is_parquet:
-                export_marts(con, target.parquet_dir / "marts", result.mart_rows)
+            result = build(con, target.dataset, project, reuse=reuse)
+            marts = target.parquet_dir / "marts"
+            if target.is_parquet and (
+                result.reused_from is None
+                or not all((marts / f"{name}.parquet").exists() for name in result.mart_rows)
+            ):
+                export_marts(con, marts, result.mart_rows)
             return result
         except duckdb.Error as exc:
             raise ModelError(f"{where}: {exc}") from None

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from sandbox import validate
 from sandbox.errors import bad_request, json_response
 from sandbox.mutate import PlanError, apply_plan, plan_from_request
-from sandbox.seed import SCALES
+from sandbox.scales import SCALES
 from sandbox.settings import SettingsError
 from sandbox.timefmt import SECOND, format_iso, parse_body_moment
 

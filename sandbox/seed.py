@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import accumulate
 from typing import Any
@@ -32,6 +31,7 @@ from sandbox.records import (
     Topic,
     User,
 )
+from sandbox.scales import SCALES, Scale
 from sandbox.store import STATUS_PALETTE, Store, make_idx
 from sandbox.timefmt import DAY, SECOND, Clock, from_datetime
 
@@ -39,28 +39,6 @@ from sandbox.timefmt import DAY, SECOND, Clock, from_datetime
 REFERENCE_NOW = from_datetime(datetime(2026, 11, 1, 9, 0, 0, tzinfo=UTC))
 HISTORY = 3 * 365 * DAY
 
-
-@dataclass(frozen=True, slots=True)
-class Scale:
-    followers: int
-    ideas: int
-    comments: int
-    announcements: int
-    links: int
-    topics: int
-    statuses: int
-    companies: int
-    users: int
-    categories: int
-
-
-SCALES: dict[str, Scale] = {
-    "tiny": Scale(40, 12, 160, 16, 30, 6, 5, 10, 3, 4),
-    "demo": Scale(2_000, 300, 8_000, 400, 2_000, 12, 6, 250, 6, 8),
-    # a quarter of large: the benchmark's 1x scale to large's 4x
-    "medium": Scale(50_000, 5_000, 125_000, 5_000, 25_000, 40, 7, 5_000, 25, 12),
-    "large": Scale(200_000, 20_000, 500_000, 20_000, 100_000, 40, 7, 20_000, 25, 12),
-}
 
 FIRST_NAMES = (
     "Ada",

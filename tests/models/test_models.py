@@ -344,3 +344,70 @@ def test_the_declared_sources_agree_with_the_loaders_declarations() -> None:
     assert set(sources) == set(DECLARED)
     for table, columns in sources.items():
         assert {c: sql_kinds[t] for c, t in columns.items()} == DECLARED[table], table
+
+
+def test_a_sync_reuses_the_models_only_while_nothing_they_read_changed(harness: Harness) -> None:
+    """A sync whose load changed nothing the models read skips their build (and says so);
+    a change at the server, a model dropped since, or a changed row in the warehouse
+    builds them again, and the rebuilt marts are those of a build from scratch."""
+    first = harness.sync()
+    assert first.models is not None and first.models.reused_from is None, first.models_error
+    again = harness.sync()  # nothing changed at the server
+    assert again.models is not None and again.models.reused_from is not None
+    assert again.models.mart_rows == first.models.mart_rows
+    assert again.models.built == first.models.built
+    assert "up to date, nothing they read changed" in again.models.summary()
+
+    harness.mutate(7, {"comments": {"create": 3}, "ideas": {"update": 2}})
+    changed = harness.sync()
+    assert changed.models is not None and changed.models.reused_from is None
+    with duckdb.connect(str(harness.tmp / "scratch.duckdb")) as scratch:
+        path = harness.target().duckdb_file()
+        scratch.execute(f"attach '{path}' as w (read_only)")
+        scratch.execute("create schema feedback")
+        for (table,) in scratch.execute(
+            "select table_name from information_schema.tables "
+            "where table_catalog = 'w' and table_schema = 'feedback'"
+        ).fetchall():
+            scratch.execute(
+                f'create table feedback."{table}" as select * from w.feedback."{table}"'
+            )
+        scratch.execute("detach w")
+        fresh = build(scratch, "feedback", PROJECT)
+    assert changed.models.mart_rows == fresh.mart_rows
+
+    con = duckdb.connect(str(harness.target().duckdb_file()))
+    try:
+        con.execute("drop table marts.topic_summary")
+    finally:
+        con.close()
+    assert harness.sync().models.reused_from is None  # type: ignore[union-attr]
+
+    con = duckdb.connect(str(harness.target().duckdb_file()))
+    try:
+        con.execute("update feedback.topics set name = name || ' (renamed by hand)'")
+        again = build(con, "feedback", PROJECT, reuse=True)
+        assert again.reused_from is None
+        renamed = con.execute(
+            "select count(*) from marts.topic_summary where topic_name like '%(renamed by hand)'"
+        ).fetchone()
+        assert renamed is not None and renamed[0] > 0
+        assert build(con, "feedback", PROJECT, reuse=True).reused_from is not None
+    finally:
+        con.close()
+
+
+def test_models_that_read_the_clock_are_always_built(harness: Harness, tmp_path: Path) -> None:
+    harness.sync(models=False)
+    project = tmp_path / "sql"
+    shutil.copytree(PROJECT.models[0].path.parent.parent, project)
+    mart = project / "marts" / "status_summary.sql"
+    mart.write_text(mart.read_text().replace("select", "select current_date as built_on,", 1))
+    con = duckdb.connect(str(harness.target().duckdb_file()))
+    try:
+        assert build(con, "feedback", load_project(project), reuse=True).reused_from is None
+        assert build(con, "feedback", load_project(project), reuse=True).reused_from is None
+        assert build(con, "feedback", PROJECT, reuse=True).reused_from is None  # SQL changed
+        assert build(con, "feedback", PROJECT, reuse=True).reused_from is not None
+    finally:
+        con.close()

@@ -166,3 +166,32 @@ def test_the_sandbox_command_imports_only_the_server() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "said"),
+    [
+        (["status"], 0, "no sync has been committed here yet"),
+        (["sync", "--dataset", "not a name"], 2, "--dataset must be letters"),
+    ],
+)
+def test_the_command_ends_without_the_teardown_but_with_its_exit_work(
+    tmp_path: Path, argv: list[str], code: int, said: str
+) -> None:
+    """``feedback-sync`` (``cli.run``) ends the process once the command is done: with the
+    command's exit code, its output flushed and the exit handlers run, and nothing after."""
+    program = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('exit handler ran'))\n"
+        f"sys.argv = ['feedback-sync', *{argv!r}]\n"
+        "from pipelines.cli import run\n"
+        "run()\n"
+        "print('after run')\n"
+    )
+    env = _environment({"DESTINATION__DUCKDB__CREDENTIALS": str(tmp_path / "w.duckdb")})
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert done.returncode == code, done.stderr
+    assert said in done.stdout + done.stderr
+    assert "exit handler ran" in done.stdout and "after run" not in done.stdout

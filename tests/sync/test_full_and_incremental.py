@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from typing import Any
 
@@ -238,4 +239,44 @@ def test_new_comments_on_an_idea_cost_one_request(harness: Harness) -> None:
     ideas = [r["params"]["idea_idx"][0] for r in calls]
     assert calls and all("after" in r["params"] for r in calls)
     assert len(ideas) == len(set(ideas)), "an idea was asked twice"
+    harness.assert_equals_truth()
+
+
+def test_a_machine_whose_state_is_behind_resumes_from_the_destinations(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two working folders on one warehouse (two machines, or a folder restored from a
+    backup): a run from the folder whose state is behind takes the newer state the
+    destination holds, and one whose state is current skips dlt's restore."""
+    from dlt.pipeline.pipeline import Pipeline
+
+    from pipelines import sync as sync_module
+    from pipelines.warehouse import Target
+
+    restores: list[str] = []
+    real = Pipeline.sync_destination
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        restores.append(str(self.pipelines_dir))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Pipeline, "sync_destination", counted)
+    here = harness.target()
+    there = Target(duckdb_path=here.duckdb_path, pipelines_dir=harness.tmp / "elsewhere")
+
+    harness.sync(full=True)  # here: a first run restores (nothing to restore yet)
+    assert len(restores) == 1
+    harness.sync()  # here again: its state is the destination's
+    assert len(restores) == 1
+
+    harness.mutate(11, {"followers": {"create": 4}})
+    elsewhere = sync_module.run_sync(there, settings=harness.settings(), out=io.StringIO())
+    assert elsewhere.rows_loaded.get("followers") == 4  # restored the cursor: only the new
+    assert len(restores) == 2
+
+    harness.mutate(12, {"followers": {"create": 2}})
+    harness.mark_requests()
+    result = harness.sync()  # here is behind now: it restores, then reads only the newest 2
+    assert len(restores) == 3
+    assert result.rows_loaded.get("followers") == 2
     harness.assert_equals_truth()
