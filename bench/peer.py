@@ -6,6 +6,10 @@ paginators and one resource per endpoint, per-idea lists as child resources that
 with dlt's defaults. It reads everything (the benchmark compares full reads).
 
     python -m bench.peer --base-url URL --api-key KEY --db FILE --pipelines-dir DIR
+                         [--loader-file-format parquet]
+
+``--loader-file-format parquet`` is the tuned variant (``peer_pq``): dlt's normalizer writes
+Parquet files, which DuckDB loads whole, instead of insert statements.
 
 Prints ``{"rows": N, "tables": {...}}`` (rows landed per table, dlt's own tables excluded).
 """
@@ -93,6 +97,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--api-key", required=True)
     parser.add_argument("--db", required=True, help="the DuckDB file to load into")
     parser.add_argument("--pipelines-dir", required=True)
+    parser.add_argument(
+        "--loader-file-format",
+        choices=["insert_values", "parquet"],
+        help="dlt's loader file format (default: dlt's, insert statements into DuckDB)",
+    )
     args = parser.parse_args(argv)
     pipeline = dlt.pipeline(
         pipeline_name="feedback_rest_api_peer",
@@ -100,7 +109,10 @@ def main(argv: list[str]) -> int:
         dataset_name="feedback",
         pipelines_dir=args.pipelines_dir,
     )
-    pipeline.run(rest_api_source(config(args.base_url, args.api_key)))
+    pipeline.run(
+        rest_api_source(config(args.base_url, args.api_key)),
+        loader_file_format=args.loader_file_format,
+    )
     tables: dict[str, int] = {}
     with pipeline.sql_client() as client:
         names = client.execute_sql(

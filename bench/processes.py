@@ -21,10 +21,12 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# the command as users run it: the console script (its quick exit included), not
+# ``python -m pipelines.cli``
+FEEDBACK_SYNC = [str(Path(sys.executable).with_name("feedback-sync"))]
 # how every benchmark runs a sync: its own dlt folder, and without the SQL models (their
 # build is measured on its own)
-SYNC_ARGV = [sys.executable, "-m", "pipelines.cli", "sync", "--pipelines-dir", "pipelines"]
-SYNC_ARGV += ["--no-models"]
+SYNC_ARGV = [*FEEDBACK_SYNC, "sync", "--pipelines-dir", "pipelines", "--no-models"]
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -49,9 +51,7 @@ class Sandbox:
         started = time.perf_counter()
         self.process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "pipelines.cli",
+                *FEEDBACK_SYNC,
                 "sandbox",
                 "--port",
                 "0",
@@ -72,7 +72,7 @@ class Sandbox:
             if self.process.poll() is not None:
                 err = self.process.stderr.read() if self.process.stderr else ""
                 raise RuntimeError(f"the {scale} sandbox exited: {err}")
-            time.sleep(0.05)
+            time.sleep(0.002)
         info = json.loads(ready.read_text())
         self.seed_seconds = time.perf_counter() - started
         self.base_url: str = info["base_url"]
@@ -126,6 +126,28 @@ class Sandbox:
 
 
 @dataclass
+class Run:
+    """One measured run: a process, or (``repeats``) the median of several."""
+
+    scale: str
+    latency_ms: float
+    name: str
+    wall_s: float
+    cpu_s: float | None
+    peak_rss_mb: float | None
+    rows: int | None
+    requests: int
+    # the sync's own account of its steps ("fetch 73.3s, load 28.9s"), if it is a sync
+    steps: str | None = None
+    # every wall time, where the run is the median of several
+    repeats: list[float] | None = None
+
+    @property
+    def rows_per_s(self) -> float | None:
+        return self.rows / self.wall_s if self.rows is not None and self.wall_s > 0 else None
+
+
+@dataclass
 class Measured:
     wall_s: float
     cpu_s: float
@@ -133,8 +155,8 @@ class Measured:
     stdout: str
 
 
-def measure(argv: list[str], env: dict[str, str], cwd: Path) -> Measured:
-    """Runs ``argv`` to its end; raises with its output if it fails."""
+def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) -> Measured:
+    """Runs ``argv`` to its end; raises with its output if it exits other than ``expect``."""
     out = cwd / ".bench-stdout"
     err = cwd / ".bench-stderr"
     with out.open("w") as stdout, err.open("w") as stderr:
@@ -144,7 +166,7 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path) -> Measured:
         wall = time.perf_counter() - started
     # wait4 reaped the child; Popen must know, or it would wait for it again
     process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
+    if process.returncode != expect:
         raise RuntimeError(
             f"{' '.join(argv[:4])} ... exited {process.returncode}:\n"
             f"{err.read_text()[-3000:]}{out.read_text()[-2000:]}"

@@ -46,8 +46,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import profile
-from bench.processes import ROOT, SYNC_ARGV, Sandbox, child_env, measure
+from bench import profile, startup
+from bench.processes import ROOT, SYNC_ARGV, Run, Sandbox, child_env, measure
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
 BEGIN = "<!-- bench:begin (written by ./run bench sync; edits inside are overwritten) -->"
@@ -60,6 +60,7 @@ FULL_DUCKDB = "full sync -> DuckDB"
 RAW = "raw fetch (floor)"
 FULL_PARQUET = "full sync -> Parquet"
 PEER = "peer: dlt rest_api -> DuckDB"
+PEER_PQ = "peer_pq: dlt rest_api, Parquet loader -> DuckDB"
 # the first normal run after a full one reads each link type once from its start (it has
 # no saved type cursors yet); the 1% target is measured on the run after it, as scheduled
 # runs see it
@@ -76,26 +77,9 @@ NORMAL_CAPPED = f"normal sync after 1% change, DuckDB capped at {CAPPED_LIMIT}"
 # targets: (label, run measured, run compared with, limit, kind)
 FULL_VS_RAW = 1.5
 PEER_FACTOR = 3.0
+PEER_PQ_FACTOR = 2.0
 CHANGE_SHARE = 0.10
 MEMORY_GROWTH = 1.20
-
-
-@dataclass
-class Run:
-    scale: str
-    latency_ms: float
-    name: str
-    wall_s: float
-    cpu_s: float
-    peak_rss_mb: float
-    rows: int | None
-    requests: int
-    # the sync's own account of its steps ("fetch 73.3s, load 28.9s"), if it is a sync
-    steps: str | None = None
-
-    @property
-    def rows_per_s(self) -> float | None:
-        return self.rows / self.wall_s if self.rows is not None and self.wall_s > 0 else None
 
 
 # the sync's headline: "... finished in 104.0s (fetch 73.3s, load 28.9s): ..."
@@ -119,10 +103,15 @@ def rows_loaded(summary: str) -> int:
 
 class Bench:
     def __init__(
-        self, workdir: Path, peer_scales: list[str], progress: Callable[[str], None]
+        self,
+        workdir: Path,
+        peer_scales: list[str],
+        peer_pq_scales: list[str],
+        progress: Callable[[str], None],
     ) -> None:
         self.workdir = workdir
         self.peer_scales = peer_scales
+        self.peer_pq_scales = peer_pq_scales
         self.say = progress
         self.runs: list[Run] = []
         self.seeds: dict[str, float] = {}
@@ -170,8 +159,8 @@ class Bench:
         self.runs.append(run)
         rows = f"{run.rows:,} rows, " if run.rows is not None else ""
         self.say(
-            f"    {run.wall_s:.1f} s wall, {run.cpu_s:.1f} s CPU, {run.peak_rss_mb:,.0f} MB peak, "
-            f"{rows}{run.requests:,} requests"
+            f"    {run.wall_s:.1f} s wall, {_fmt(run.cpu_s)} s CPU, "
+            f"{_fmt(run.peak_rss_mb, 0)} MB peak, {rows}{run.requests:,} requests"
         )
 
     def one_pass(self, sandbox: Sandbox, latency: float, parquet: bool) -> None:
@@ -222,29 +211,33 @@ class Bench:
                 "parquet",
             )
 
-        if sandbox.scale in self.peer_scales:
-            (here / "peer").mkdir()
-            run, stdout, _ = self._measured(
-                sandbox,
-                latency,
-                PEER,
-                [
-                    sys.executable,
-                    "-m",
-                    "bench.peer",
-                    "--base-url",
-                    sandbox.base_url,
-                    "--api-key",
-                    sandbox.api_key,
-                    "--db",
-                    "peer.duckdb",
-                    "--pipelines-dir",
-                    "pipelines",
-                ],
-                here / "peer",
-            )
+        for name, scales, fmt in (
+            (PEER, self.peer_scales, None),
+            (PEER_PQ, self.peer_pq_scales, "parquet"),
+        ):
+            if sandbox.scale not in scales:
+                continue
+            folder = here / ("peer" if fmt is None else f"peer-{fmt}")
+            folder.mkdir()
+            argv = [
+                sys.executable,
+                "-m",
+                "bench.peer",
+                "--base-url",
+                sandbox.base_url,
+                "--api-key",
+                sandbox.api_key,
+                "--db",
+                "peer.duckdb",
+                "--pipelines-dir",
+                "pipelines",
+            ]
+            if fmt is not None:
+                argv += ["--loader-file-format", fmt]
+            run, stdout, _ = self._measured(sandbox, latency, name, argv, folder)
             run.rows = int(json.loads(stdout.strip().splitlines()[-1])["rows"])
             self._done(run)
+            shutil.rmtree(folder, ignore_errors=True)  # large peers' files are big
 
         self._sync(sandbox, latency, FIRST_NORMAL, here / "duckdb")
         if latency == 0:
@@ -313,6 +306,7 @@ def _ratio(
 ) -> Target:
     """``a / b`` of wall time (or of peak RSS) against ``limit``."""
     if memory:
+        assert a.peak_rss_mb is not None and b.peak_rss_mb is not None
         ratio = a.peak_rss_mb / b.peak_rss_mb
         shown = f"{a.peak_rss_mb:,.0f} MB / {b.peak_rss_mb:,.0f} MB"
     else:
@@ -328,8 +322,15 @@ def _ratio(
 def targets(runs: list[Run], scales: list[str]) -> list[Target]:
     """Every target, computed from the runs of this invocation, at every scale and latency."""
     out: list[Target] = []
+    for run in runs:
+        limit = startup.LIMITS.get(run.name)
+        if limit is not None:
+            every = ", ".join(f"{t:.2f}" for t in run.repeats or [run.wall_s])
+            label = f"{run.name}, {run.scale} (s, median of {len(run.repeats or [0])})"
+            out.append(Target(label, run.wall_s, f"< {limit}", run.wall_s < limit, every))
     passes = sorted(
-        {(r.scale, r.latency_ms) for r in runs}, key=lambda p: (p[1], scales.index(p[0]))
+        {(r.scale, r.latency_ms) for r in runs if r.scale in scales},
+        key=lambda p: (p[1], scales.index(p[0])),
     )
     for scale, latency in passes:
         where = f"{scale}, +{latency:g} ms"
@@ -347,12 +348,19 @@ def targets(runs: list[Run], scales: list[str]) -> list[Target]:
         if full and peer:
             label = f"peer / full sync (DuckDB), {where}"
             out.append(_ratio(label, peer, full, PEER_FACTOR, False))
+        peer_pq = _find(runs, scale, latency, PEER_PQ)
+        if full and peer_pq:
+            label = f"peer_pq / full sync (DuckDB), {where}"
+            out.append(_ratio(label, peer_pq, full, PEER_PQ_FACTOR, False))
         if full and normal:
             label = f"normal sync after 1% / full sync, {where}"
             requests = f"; requests {normal.requests:,} / {full.requests:,}"
             out.append(_ratio(label, normal, full, CHANGE_SHARE, True, requests, strict=True))
     if len(scales) >= 2:
+        # 1x to 4x data: medium to large where both ran
         small, big = scales[0], scales[-1]
+        if {"medium", "large"} <= set(scales):
+            small, big = "medium", "large"
         for name in (FULL_DUCKDB, FULL_PARQUET, NORMAL):
             a, b = _find(runs, big, 0, name), _find(runs, small, 0, name)
             if a and b:
@@ -384,7 +392,10 @@ def render(
         "- the sandbox is one uvicorn process on loopback, on the same machine; "
         "every run is its own process, one at a time",
         f"- the sync and the raw fetch keep at most {CONCURRENCY} requests in flight; "
-        "the peer runs as dlt's defaults make it (one request at a time)",
+        "the peer runs as dlt's defaults make it (one request at a time), peer_pq the same "
+        "with dlt's Parquet loader",
+        "- every command is the console script `feedback-sync`, as users run it; the syncs "
+        "of the scale passes run with `--no-models` (the models are their own row)",
         "",
         "| scale | data | sandbox seeding |",
         "|---|---|---|",
@@ -400,11 +411,16 @@ def render(
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in runs:
+        wall = f"{run.wall_s:.2f}" if run.repeats else f"{run.wall_s:.1f}"
+        steps = run.steps or "-"
+        if run.repeats:
+            steps = f"median of {len(run.repeats)}: " + ", ".join(f"{t:.2f}" for t in run.repeats)
         lines.append(
-            f"| {run.scale} | {run.latency_ms:g} ms | {run.name} | {run.wall_s:.1f} "
-            f"| {run.cpu_s:.1f} | {run.peak_rss_mb:,.0f} "
-            f"| {'-' if run.rows is None else f'{run.rows:,}'} | {run.requests:,} | "
-            f"{_fmt(run.rows_per_s, 0)} | {run.steps or '-'} |"
+            f"| {run.scale} | {run.latency_ms:g} ms | {run.name} | {wall} "
+            f"| {_fmt(run.cpu_s)} | {_fmt(run.peak_rss_mb, 0)} "
+            f"| {'-' if run.rows is None else f'{run.rows:,}'} "
+            f"| {'-' if run.repeats else f'{run.requests:,}'} | "
+            f"{_fmt(run.rows_per_s, 0)} | {steps} |"
         )
     lines += [
         "",
@@ -436,6 +452,10 @@ def write_results(path: Path, block: str) -> None:
     )
 
 
+def _names(value: str) -> list[str]:
+    return [] if value == "none" else [s.strip() for s in value.split(",") if s.strip()]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="./run bench sync",
@@ -444,8 +464,8 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--scales",
-        default="medium,large",
-        help="data scales, smallest first (default medium,large)",
+        default="small,medium,large",
+        help="data scales, smallest first (default small,medium,large)",
     )
     parser.add_argument(
         "--latency-ms",
@@ -456,13 +476,35 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--latency-scales",
         default=None,
-        help="scales that also run with added latency (default: the first)",
+        help="scales that also run with added latency (default: every scale)",
     )
     parser.add_argument(
         "--peer-scales",
+        default="small,medium",
+        help="scales the peer runs at with dlt's defaults (default small,medium: at medium "
+        "it already peaks near 12 GB, so large would not fit a 24 GB machine); 'none' skips it",
+    )
+    parser.add_argument(
+        "--peer-pq-scales",
         default=None,
-        help="scales the peer runs at (default: the first; at medium it already peaks near "
-        "12 GB, so large would not fit a 24 GB machine); 'none' skips it",
+        help="scales the peer runs at with dlt's Parquet loader (default: every scale); "
+        "'none' skips it",
+    )
+    parser.add_argument(
+        "--no-startup",
+        action="store_true",
+        help="skip the start-up runs (--help, status, sandbox, a sync with nothing to do)",
+    )
+    parser.add_argument(
+        "--startup-scale",
+        default=startup.SCALE,
+        help=f"the start-up runs' data scale (default {startup.SCALE})",
+    )
+    parser.add_argument(
+        "--startup-repeats",
+        type=int,
+        default=startup.REPEATS,
+        help=f"processes per start-up run, the median reported (default {startup.REPEATS})",
     )
     parser.add_argument(
         "--profile",
@@ -478,10 +520,11 @@ def main(argv: list[str]) -> int:
     from sandbox.scales import SCALES
 
     scales = [s.strip() for s in args.scales.split(",") if s.strip()]
-    latency_scales = [s.strip() for s in (args.latency_scales or scales[0]).split(",") if s.strip()]
-    peer_arg = args.peer_scales or scales[0]
-    peer_scales = [] if peer_arg == "none" else [s.strip() for s in peer_arg.split(",")]
-    unknown = [s for s in scales + latency_scales + peer_scales if s not in SCALES]
+    latency_scales = _names(args.latency_scales) if args.latency_scales else scales
+    peer_scales = _names(args.peer_scales)
+    peer_pq_scales = _names(args.peer_pq_scales) if args.peer_pq_scales else scales
+    named = scales + latency_scales + peer_scales + peer_pq_scales + [args.startup_scale]
+    unknown = [s for s in named if s not in SCALES]
     if unknown or not scales:
         parser.error(f"unknown scale(s) {unknown}; known: {', '.join(SCALES)}")
     if args.latency_ms < 0:
@@ -492,10 +535,19 @@ def main(argv: list[str]) -> int:
     )
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    bench = Bench(workdir, peer_scales, progress=lambda line: print(line, flush=True))
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    bench = Bench(workdir, peer_scales, peer_pq_scales, progress=say)
     counts: dict[str, dict[str, int]] = {}
     profiled: str | None = None
     try:
+        if not args.no_startup:
+            print("start-up and a sync with nothing to do:", flush=True)
+            bench.runs += startup.measure_all(
+                workdir, say, args.startup_scale, max(1, args.startup_repeats)
+            )
         for scale in scales:
             print(f"{scale}: seeding the sandbox ...", flush=True)
             sandbox = Sandbox(scale, workdir)

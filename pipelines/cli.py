@@ -446,8 +446,11 @@ def _run_sandbox(args: argparse.Namespace) -> int:
     print(f"control:  {root}/_sandbox/  (tests and demos only; no auth)")
     print("Ctrl-C stops it.", flush=True)
     if args.ready_file:
-        with open(args.ready_file, "w", encoding="utf-8") as fh:
+        # written aside and renamed: a reader polling for the file never sees half of it
+        partial = f"{args.ready_file}.partial"
+        with open(partial, "w", encoding="utf-8") as fh:
             json.dump({"base_url": f"{root}/v1", "api_key": app.state.settings.api_key}, fh)
+        os.replace(partial, args.ready_file)
     serve_forever(app, sock)
     return 0
 

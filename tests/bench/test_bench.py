@@ -13,12 +13,20 @@ from bench.profile import summarize
 from bench.sync_bench import BEGIN, END, Run, rows_loaded, targets, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
+STARTUP = (
+    "feedback-sync sandbox, until listening",
+    "feedback-sync --help",
+    "feedback-sync sync --wait -1 (an argument error)",
+    "normal sync, nothing changed, models included",
+    "feedback-sync status (DuckDB)",
+)
 RUNS = (
     "full sync -> DuckDB",
     "SQL models (feedback-sync models)",
     "raw fetch (floor)",
     "full sync -> Parquet",
     "peer: dlt rest_api -> DuckDB",
+    "peer_pq: dlt rest_api, Parquet loader -> DuckDB",
     "normal sync, nothing changed",
     "normal sync after 1% change",
     "normal sync after 1% change, DuckDB capped at 64MB",
@@ -32,6 +40,7 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     # of the suite); the arithmetic of latency passes is checked on known figures below
     command = [sys.executable, "-m", "bench", "sync", "--scales", "tiny", "--latency-ms", "0"]
     command += ["--output", str(output), "--workdir", str(tmp_path / "work")]
+    command += ["--peer-scales", "tiny", "--startup-scale", "tiny", "--startup-repeats", "2"]
     done = subprocess.run(
         command,
         cwd=ROOT,
@@ -44,9 +53,16 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     assert text.startswith("# Mine\n\nkept above") and text.rstrip().endswith("kept below")
     assert "old figures" not in text
     # the runs' table (the data table above it also starts with the scale)
-    rows = [
+    table = [
         line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 11
     ]
+    # the start-up runs come first: each the median of its repeats, each against its limit
+    startup, rows = table[: len(STARTUP)], table[len(STARTUP) :]
+    assert [row.split(" | ")[2] for row in startup] == list(STARTUP)
+    for row in startup:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[3]) > 0 and cells[9].startswith("median of 2: ")
+        assert f"| {cells[2]}, tiny (s, median of 2) | {float(cells[3]):.2f} | < " in text
     assert len(rows) == len(RUNS)
     assert [row.split(" | ")[2] for row in rows if "| 0 ms |" in row] == list(RUNS)
     for row in rows:
@@ -69,6 +85,7 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     assert capped == by_name[("0 ms", "normal sync after 1% change")]
     assert "| full sync (DuckDB) / raw fetch, tiny, +0 ms |" in text
     assert "| peer / full sync (DuckDB), tiny, +0 ms |" in text
+    assert "| peer_pq / full sync (DuckDB), tiny, +0 ms |" in text
     assert "+5 ms" not in text and "+20 ms" not in text
 
 
@@ -98,6 +115,32 @@ def test_targets_are_ratios_of_the_same_run() -> None:
     assert change.value == 0.1 and change.met is False  # "under 10%" is strict
     memory = found["peak RSS of full sync -> DuckDB, large / medium"]
     assert memory.value == 1.18 and memory.met is True
+
+
+def test_the_tuned_peer_and_the_start_up_limits() -> None:
+    runs = [
+        _run("full sync -> DuckDB", 10.0),
+        _run("peer_pq: dlt rest_api, Parquet loader -> DuckDB", 19.0),
+        Run("demo", 0.0, "feedback-sync --help", 0.41, None, None, None, 0, repeats=[0.41]),
+        Run(
+            "demo",
+            0.0,
+            "normal sync, nothing changed, models included",
+            1.9,
+            1.5,
+            300.0,
+            None,
+            0,
+            repeats=[1.8, 1.9, 2.2],
+        ),
+    ]
+    found = {t.label: t for t in targets(runs, ["medium"])}
+    tuned = found["peer_pq / full sync (DuckDB), medium, +0 ms"]
+    assert tuned.value == 1.9 and tuned.met is False  # at least 2x
+    helped = found["feedback-sync --help, demo (s, median of 1)"]
+    assert helped.met is False and helped.limit == "< 0.4"
+    idle = found["normal sync, nothing changed, models included, demo (s, median of 3)"]
+    assert idle.value == 1.9 and idle.met is True and idle.detail == "1.80, 1.90, 2.20"
 
 
 def test_write_results_creates_the_file_when_missing(tmp_path: Path) -> None:
