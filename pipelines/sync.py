@@ -207,34 +207,6 @@ def run_sync(
         )
 
 
-def _run_sync(
-    target: Target,
-    full: bool,
-    selected: tuple[str, ...] | None,
-    settings: FeedbackSettings,
-    transport: httpx.BaseTransport | None,
-    out: IO[str],
-    progress_every: float,
-    after_extract: Callable[[Pipeline], None] | None,
-    models: bool,
-) -> SyncResult:
-    started = time.perf_counter()
-    result = SyncResult(target=target.describe(), full=full, delete_mode=settings.delete_mode)
-    with _kept_open(target):
-        _sync(
-            target, full, selected, settings, transport, out, progress_every, after_extract, result
-        )
-    if models and target.builds_models:
-        print("sync: building the SQL models ...", file=out, flush=True)
-        with result.timed("models"):
-            try:
-                result.models = apply_models(target, reuse=True)
-            except ModelError as exc:
-                result.models_error = str(exc)
-    result.seconds = time.perf_counter() - started
-    return result
-
-
 @contextmanager
 def _kept_open(target: Target) -> Iterator[None]:
     """Keeps the DuckDB file open while the sync's steps run, so each step's connection
@@ -256,7 +228,7 @@ def _kept_open(target: Target) -> Iterator[None]:
         con.close()
 
 
-def _sync(
+def _run_sync(
     target: Target,
     full: bool,
     selected: tuple[str, ...] | None,
@@ -265,90 +237,102 @@ def _sync(
     out: IO[str],
     progress_every: float,
     after_extract: Callable[[Pipeline], None] | None,
-    result: SyncResult,
-) -> None:
-    pipeline = target.pipeline()
-    fmt: Any = target.loader_file_format
+    models: bool,
+) -> SyncResult:
+    started = time.perf_counter()
+    result = SyncResult(target=target.describe(), full=full, delete_mode=settings.delete_mode)
+    with _kept_open(target):
+        pipeline = target.pipeline()
+        fmt: Any = target.loader_file_format
 
-    if pipeline.has_pending_data:
-        _recover(pipeline, result, out)
-    owed = _Journal(pipeline).replay(pipeline, out)
-    if owed is not None:
-        _add(result.rows_removed, owed)
-    if not _local_state_current(pipeline):
-        pipeline.sync_destination()
+        if pipeline.has_pending_data:
+            _recover(pipeline, result, out)
+        owed = _Journal(pipeline).replay(pipeline, out)
+        if owed is not None:
+            _add(result.rows_removed, owed)
+        if not _local_state_current(pipeline):
+            pipeline.sync_destination()
 
-    run = SyncRun(settings, full=full, transport=transport)
-    try:
-        source = feedback(run=run)
-        if selected:
-            source = source.with_resources(*selected)
-        chosen = list(source.selected_resources)
-        print(
-            f"sync: {'full' if full else 'incremental'} run of {', '.join(chosen)} "
-            f"from {redact_url(settings.base_url)} into {target.describe()}",
-            file=out,
-            flush=True,
-        )
-        with result.timed("fetch"), Progress(run, out, progress_every):
-            extract_info = pipeline.extract(
-                source, loader_file_format=fmt, table_format=target.table_format
-            )
-        stats = run.client.stats
-        result.requests, result.retries = stats.requests, stats.retries
-        result.requests_by_resource = dict(stats.by_resource)
-    finally:
-        run.client.close()
-    load_id = extract_info.loads_ids[-1] if extract_info.loads_ids else None
-    result.load_id = load_id
-    complete = set(run.complete)
-    if full:
-        complete |= {"comments", "integration_links"}
-    result.complete = sorted(complete & set(chosen))
-    # what this run still owes after its load, kept where a crash cannot lose it
-    journal = _Journal(pipeline)
-    journal.write(load_id, result.complete, settings.delete_mode, target.is_parquet)
-    if after_extract is not None:
-        after_extract(pipeline)
-    with result.timed("load"):
-        normalize_info, _ = _normalize_and_load(pipeline, out)
-        result.rows_loaded = {
-            table: count
-            for table, count in normalize_info.row_counts.items()
-            if not table.startswith("_dlt")
-        }
-        if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):
-            # a parent row came again: its child rows not in this load are gone
-            _add(result.rows_removed, replace_children(pipeline, load_id))
-        if load_id is not None and result.complete:
+        run = SyncRun(settings, full=full, transport=transport)
+        try:
+            source = feedback(run=run)
+            if selected:
+                source = source.with_resources(*selected)
+            chosen = list(source.selected_resources)
             print(
-                f"sync: removing rows the service no longer has ({', '.join(result.complete)}) ...",
+                f"sync: {'full' if full else 'incremental'} run of {', '.join(chosen)} "
+                f"from {redact_url(settings.base_url)} into {target.describe()}",
                 file=out,
                 flush=True,
             )
-            _add(
-                result.rows_removed,
-                reconcile(pipeline, load_id, result.complete, settings.delete_mode),
-            )
-        _prune_state_history(pipeline)
+            with result.timed("fetch"), Progress(run, out, progress_every):
+                extract_info = pipeline.extract(
+                    source, loader_file_format=fmt, table_format=target.table_format
+                )
+            stats = run.client.stats
+            result.requests, result.retries = stats.requests, stats.retries
+            result.requests_by_resource = dict(stats.by_resource)
+        finally:
+            run.client.close()
+        load_id = extract_info.loads_ids[-1] if extract_info.loads_ids else None
+        result.load_id = load_id
+        complete = set(run.complete)
+        if full:
+            complete |= {"comments", "integration_links"}
+        result.complete = sorted(complete & set(chosen))
+        # what this run still owes after its load, kept where a crash cannot lose it
+        journal = _Journal(pipeline)
+        journal.write(load_id, result.complete, settings.delete_mode, target.is_parquet)
+        if after_extract is not None:
+            after_extract(pipeline)
+        with result.timed("load"):
+            normalize_info, _ = _normalize_and_load(pipeline, out)
+            result.rows_loaded = {
+                table: count
+                for table, count in normalize_info.row_counts.items()
+                if not table.startswith("_dlt")
+            }
+            if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):
+                # a parent row came again: its child rows not in this load are gone
+                _add(result.rows_removed, replace_children(pipeline, load_id))
+            if load_id is not None and result.complete:
+                gone = ", ".join(result.complete)
+                print(
+                    f"sync: removing rows the service no longer has ({gone}) ...",
+                    file=out,
+                    flush=True,
+                )
+                _add(
+                    result.rows_removed,
+                    reconcile(pipeline, load_id, result.complete, settings.delete_mode),
+                )
+            _prune_state_history(pipeline)
 
-        result.ideas_endpoint = run.ideas_endpoint
-        result.skipped = dict(run.skipped)
-        result.table_rows = table_counts(pipeline)
-    if target.is_parquet:
-        touched = set(result.rows_loaded) | set(result.rows_removed)
-        for root in result.rows_removed:
-            touched |= {t for t in result.table_rows if t.startswith(f"{root}__")}
-        missing = {
-            t for t in result.table_rows if not (target.parquet_dir / f"{t}.parquet").exists()
-        }
-        if result.recovered_packages or owed is not None:
-            touched = set(result.table_rows)  # an earlier run's load may not be written out
-        with result.timed("parquet"):
-            result.exported = export_parquet(
-                pipeline, target.parquet_dir, sorted((touched | missing) & set(result.table_rows))
-            )
-    journal.clear()
+            result.ideas_endpoint = run.ideas_endpoint
+            result.skipped = dict(run.skipped)
+            result.table_rows = table_counts(pipeline)
+        if target.is_parquet:
+            touched = set(result.rows_loaded) | set(result.rows_removed)
+            for root in result.rows_removed:
+                touched |= {t for t in result.table_rows if t.startswith(f"{root}__")}
+            missing = {
+                t for t in result.table_rows if not (target.parquet_dir / f"{t}.parquet").exists()
+            }
+            if result.recovered_packages or owed is not None:
+                touched = set(result.table_rows)  # an earlier run's load may not be written out
+            with result.timed("parquet"):
+                written = sorted((touched | missing) & set(result.table_rows))
+                result.exported = export_parquet(pipeline, target.parquet_dir, written)
+        journal.clear()
+    if models and target.builds_models:
+        print("sync: building the SQL models ...", file=out, flush=True)
+        with result.timed("models"):
+            try:
+                result.models = apply_models(target, reuse=True)
+            except ModelError as exc:
+                result.models_error = str(exc)
+    result.seconds = time.perf_counter() - started
+    return result
 
 
 def _local_state_current(pipeline: Pipeline) -> bool:

@@ -33,7 +33,6 @@ import json
 import logging
 import math
 import random
-import re
 import socket
 import ssl
 import threading
@@ -575,23 +574,32 @@ class FeedbackClient:
         return text.replace(self.settings.api_key, "***")
 
 
-# 19 or more digits in a row: maybe an integer beyond 64 bits, which orjson would turn into
-# a float (2**64 + 1 -> 1.8446744073709552e19) without a word
-_LONG_DIGITS = re.compile(rb"\d{19,}")
+# orjson reads an integer beyond 64 bits as a float (2**64 + 1 -> 1.8446744073709552e19)
+# without a word. Every integer of up to 19 digits fits its range (unsigned up to
+# 18446744073709551615) but a negative one below -9223372036854775808: so a body holding 20
+# digits in a row, or a minus sign and 19, may hold such a number (or only a long id in a
+# string: then it is parsed slowly, never wrongly). Found with bytes.translate, digits to
+# "0" and all else but "-" to a space, and two substring searches: 12x faster than a
+# regular expression, which cost a third of orjson's own parse (issue 17's profile)
+_DIGIT_RUNS = bytes(48 if 48 <= c <= 57 else (45 if c == 45 else 32) for c in range(256))
+_TWENTY_DIGITS = b"0" * 20
+_MINUS_NINETEEN = b"-" + b"0" * 19
 
 
 def parse_json(body: bytes) -> Any:
     """The body as JSON, every number exactly as sent.
 
     orjson (fast) parses integers beyond 64 bits as floats, losing digits; a body with a
-    run of 19 or more digits anywhere (most often an id inside a string) is parsed by the
-    standard library instead, whose integers are exact at any size. A number too big for a
-    double (``1e400``) is refused as orjson refuses it, not read as infinity.
+    run of 20 digits, or of 19 after a minus sign, anywhere (most often an id inside a
+    string) is parsed by the standard library instead, whose integers are exact at any
+    size. A number too big for a double (``1e400``) is refused as orjson refuses it, not
+    read as infinity.
 
     Raises:
         ValueError: the body is not JSON.
     """
-    if not _LONG_DIGITS.search(body):
+    runs = body.translate(_DIGIT_RUNS)
+    if _TWENTY_DIGITS not in runs and _MINUS_NINETEEN not in runs:
         return orjson.loads(body)
     return json.loads(body, parse_float=_finite_float)
 

@@ -804,6 +804,14 @@ def test_integers_beyond_64_bits_are_parsed_exactly() -> None:
         "id": "12345678901234567890123",
         "n": 7,
     }
+    # the edges of orjson's integers: 19 digits always fit, unless negative below -2**63
+    for n in (2**64 - 1, 9999999999999999999, -(2**63), -(2**63) - 1, -9999999999999999999):
+        parsed = parse_json(b'{"n": %d}' % n)["n"]
+        assert parsed == n and type(parsed) is int, n
+    assert parse_json(b'{"a": [1, -2], "t": "2026-11-01T09:00:00Z"}') == {
+        "a": [1, -2],
+        "t": "2026-11-01T09:00:00Z",
+    }
     with pytest.raises(ValueError):
         parse_json(b'{"n": 1e400, "id": "12345678901234567890"}')
     with pytest.raises(ValueError):
