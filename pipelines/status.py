@@ -23,7 +23,7 @@ from typing import Any
 
 from pipelines.feedback.idea_entries import unpack_idea
 from pipelines.feedback.settings import RESOURCES
-from pipelines.warehouse import Target
+from pipelines.warehouse import Target, completed_loads_sql, newest_state_sql
 
 # dlt's typed JSON marks decimals, datetimes, dates, ... with a first character from this
 # range (dlt.common.json, PUA_START 0xf026 unless DLT_JSON_TYPED_PUA_START moves it)
@@ -116,11 +116,9 @@ def _read_duckdb(target: Target) -> Committed | None:
         if "_dlt_pipeline_state" not in tables or "_dlt_loads" not in tables:
             return committed
         schema = '"' + target.dataset.replace('"', '""') + '"'
+        states, loads_table = f"{schema}._dlt_pipeline_state", f"{schema}._dlt_loads"
         row = con.execute(
-            f"select s.state from {schema}._dlt_pipeline_state as s join {schema}._dlt_loads "
-            "as l on l.load_id = s._dlt_load_id where s.pipeline_name = ? and l.status = 0 "
-            "order by l.load_id desc limit 1",
-            [target.pipeline_name],
+            newest_state_sql(states, loads_table, "state", "?"), [target.pipeline_name]
         ).fetchone()
         if row is None:
             return committed
@@ -128,9 +126,7 @@ def _read_duckdb(target: Target) -> Committed | None:
         if state is None:
             return None
         committed.resources = state.get("sources", {}).get("feedback", {}).get("resources", {})
-        loads = con.execute(
-            f"select max(inserted_at), count(*) from {schema}._dlt_loads where status = 0"
-        ).fetchone()
+        loads = con.execute(completed_loads_sql(loads_table)).fetchone()
         if loads is not None:
             committed.last_load, committed.loads = loads[0], loads[1]
         for table in tables:
@@ -186,7 +182,6 @@ def _completed_loads(target: Target, pipeline: Any) -> tuple[Any, int]:
         return delta.completed_loads(pipeline)
     with pipeline.sql_client() as client:
         loads = client.execute_sql(
-            f"select max(inserted_at), count(*) from "
-            f"{client.make_qualified_table_name('_dlt_loads')} where status = 0"
+            completed_loads_sql(client.make_qualified_table_name("_dlt_loads"))
         )
     return (loads[0][0], loads[0][1]) if loads else (None, 0)

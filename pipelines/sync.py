@@ -44,7 +44,7 @@ from pipelines.feedback.source import feedback
 from pipelines.models import BuildResult, ModelError
 from pipelines.models import apply as apply_models
 from pipelines.reconcile import is_delta, reconcile, replace_children
-from pipelines.warehouse import Target
+from pipelines.warehouse import Target, newest_state_sql
 
 log = logging.getLogger("feedback_sync")
 
@@ -353,10 +353,7 @@ def _local_state_current(pipeline: Pipeline) -> bool:
             states = client.make_qualified_table_name("_dlt_pipeline_state")
             loads = client.make_qualified_table_name("_dlt_loads")
             rows = client.execute_sql(
-                f"select s.version_hash from {states} as s join {loads} as l "
-                "on l.load_id = s._dlt_load_id where s.pipeline_name = %s and l.status = 0 "
-                "order by l.load_id desc limit 1",
-                pipeline.pipeline_name,
+                newest_state_sql(states, loads, "version_hash", "%s"), pipeline.pipeline_name
             )
     except Exception:  # no dataset yet, or tables dlt has not made: dlt decides
         return False

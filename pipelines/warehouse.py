@@ -212,6 +212,22 @@ class Target:
         )
 
 
+def newest_state_sql(states: str, loads: str, column: str, param: str) -> str:
+    """``column`` of the newest state dlt committed for one pipeline (the pipeline's name
+    is the one parameter, written ``param``), as dlt's own ``get_stored_state`` finds it:
+    state rows joined to completed loads, the newest load first. ``states`` and ``loads``
+    are the qualified ``_dlt_pipeline_state`` and ``_dlt_loads``."""
+    return (
+        f"select s.{column} from {states} as s join {loads} as l on l.load_id = s._dlt_load_id "
+        f"where s.pipeline_name = {param} and l.status = 0 order by l.load_id desc limit 1"
+    )
+
+
+def completed_loads_sql(loads: str) -> str:
+    """When the newest completed load was stored, and how many completed."""
+    return f"select max(inserted_at), count(*) from {loads} where status = 0"
+
+
 def dataset_tables(client: SqlClientBase[Any]) -> list[str]:
     """Tables that exist in the client's dataset, sorted (the schema may name tables that
     were never created, when no row ever reached them)."""
