@@ -20,6 +20,7 @@ Each target has its own pipeline name, so its state (cursors) never mixes with a
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -168,7 +169,6 @@ class Target:
     def pipeline(self, progress: Any = None) -> Pipeline:
         """The dlt pipeline for this target (created or attached)."""
         import dlt
-        from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
         from pipelines import load_order
 
@@ -190,7 +190,9 @@ class Target:
             # elsewhere, or copied, would load into the first folder's file
             # the path is set, not parsed: parsing tries it as a connection URL first, which
             # imports SQLAlchemy (0.15 s of every run) only to fall back to a file path
-            credentials = DuckDbCredentials(global_config={"memory_limit": duckdb_memory_limit()})
+            credentials = _duckdb_file_credentials()(
+                global_config={"memory_limit": duckdb_memory_limit()}
+            )
             credentials.database = str(path.absolute())
             destination = dlt.destinations.duckdb(credentials=credentials)
         else:
@@ -292,6 +294,25 @@ def dlt_settings_mention(section: str) -> bool:
         if section in text.lower():
             return True
     return False
+
+
+@functools.cache
+def _duckdb_file_credentials() -> Any:
+    """dlt's DuckDB credentials, shown as text without SQLAlchemy.
+
+    dlt renders credentials as a SQLAlchemy URL for the load's step info (``str()``), which
+    imports SQLAlchemy (0.13 s of every run that loads) to print a file path. The text is
+    the one dlt's own rendering gives for a file (``duckdb:///`` and the path).
+    """
+    from dlt.common.configuration import configspec
+    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
+    @configspec(init=False)
+    class DuckDbFileCredentials(DuckDbCredentials):
+        def __str__(self) -> str:
+            return f"duckdb:///{self.database}"
+
+    return DuckDbFileCredentials
 
 
 def _dlt_duckdb_credentials() -> str | None:

@@ -195,3 +195,30 @@ def test_the_command_ends_without_the_teardown_but_with_its_exit_work(
     assert done.returncode == code, done.stderr
     assert said in done.stdout + done.stderr
     assert "exit handler ran" in done.stdout and "after run" not in done.stdout
+
+
+def test_the_duckdb_credentials_render_as_dlt_does_without_sqlalchemy(tmp_path: Path) -> None:
+    """dlt prints a load's credentials (``str()``) at every load; its own rendering imports
+    SQLAlchemy for a file path. The warehouse's credentials give the same text without it."""
+    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
+    path = str(tmp_path / "warehouse.duckdb")
+    code = (
+        "import json, sys\n"
+        "from pipelines.warehouse import _duckdb_file_credentials\n"
+        "credentials = _duckdb_file_credentials()()\n"
+        f"credentials.database = {path!r}\n"
+        "text = str(credentials.copy())\n"
+        "print(json.dumps([text, 'sqlalchemy' in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_environment(None),
+    )
+    assert done.returncode == 0, done.stderr
+    dlt_own = DuckDbCredentials()
+    dlt_own.database = path
+    assert json.loads(done.stdout) == [str(dlt_own), False]
