@@ -13,6 +13,10 @@ last committed package whole. What remains is a merge that itself fails after ot
 merges ran (each chain's merge is its own transaction), which no type or value the API
 sends can cause.
 
+A table's first load appends (``SyncRun.write_disposition``): its copy job writes into
+the dataset itself, with nothing to hold back; the sync deletes an aborted package's rows
+from those tables (``sync._withdraw``).
+
 dlt has no setting for this, so ``install`` wraps the one function its loader asks which
 new jobs to start (``dlt.load.load.filter_new_jobs``). ``tests/sync/test_type_drift.py``
 checks the order on every run of the suite, so a dlt upgrade that moves it fails there.

@@ -24,8 +24,8 @@ Rows of a list that shrank are removed after the load (``reconcile.replace_child
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Literal
 
 import dlt
 import pyarrow as pa
@@ -51,6 +51,8 @@ from pipelines.feedback.types import (
 )
 
 Row = dict[str, Any]
+# how a batch lands: merged on its key, or appended to a table new to the warehouse
+Disposition = Literal["append", "merge"]
 log = logging.getLogger("feedback_sync")
 
 POSITION = "_dlt_list_idx"
@@ -169,7 +171,8 @@ class Tabulator:
     whenever ``BATCH_ROWS`` rows are waiting; ``flush`` yields what is left. Rows given to
     ``add`` are read, never changed. ``columns`` are extra hints for the root table (say
     ``_deleted_at``, which the sync fills in later); ``types`` is the run's shared
-    ``ColumnTypes``.
+    ``ColumnTypes``; ``disposition`` gives each table's write disposition (``merge``
+    unless told, ``SyncRun.write_disposition``).
     """
 
     def __init__(
@@ -178,8 +181,10 @@ class Tabulator:
         columns: TTableSchemaColumns,
         types: ColumnTypes,
         batch_rows: int = BATCH_ROWS,
+        disposition: Callable[[str], Disposition] | None = None,
     ) -> None:
         self.root = root
+        self.disposition: Callable[[str], Disposition] = disposition or (lambda table: "merge")
         self.parent_key = PARENT_KEYS[root]
         self.batch_rows = batch_rows
         self.types = types
@@ -289,20 +294,20 @@ class Tabulator:
             # one row per distinct item; a later run that meets it again moves its load id
             return dlt.mark.make_hints(
                 table_name=table.name,
-                write_disposition="merge",
+                write_disposition=self.disposition(table.name),
                 primary_key=["resource", "record_sha256"],
                 columns=columns,
             )
         if table is self._root:
             return dlt.mark.make_hints(
                 table_name=table.name,
-                write_disposition="merge",
+                write_disposition=self.disposition(table.name),
                 primary_key="idx",
                 columns=columns,
             )
         return dlt.mark.make_hints(
             table_name=table.name,
-            write_disposition="merge",
+            write_disposition=self.disposition(table.name),
             primary_key=[self.parent_key, POSITION],
             columns=columns,
             references=[

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from pipelines.feedback.arrow import Disposition
 from pipelines.feedback.client import FeedbackClient
 from pipelines.feedback.settings import FeedbackSettings
 from pipelines.feedback.types import ColumnTypes
@@ -21,6 +22,9 @@ class SyncRun:
     ``complete`` names the resources read from their start to their end in this run: only
     their tables may have deletes reconciled (rows not seen are gone at the source).
     ``types`` decides every column's type once for the whole run (``types.ColumnTypes``).
+    ``warehouse_tables`` are the tables the warehouse already has: a table not among them
+    is appended to instead of merged (the sync drops a key sent twice after the load);
+    None where the warehouse cannot tell, and every table merges.
     """
 
     settings: FeedbackSettings
@@ -31,6 +35,7 @@ class SyncRun:
     ideas_endpoint: bool | None = None
     skipped: dict[str, int] = field(default_factory=dict)
     types: ColumnTypes = field(default_factory=ColumnTypes)
+    warehouse_tables: frozenset[str] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _claimed: set[str] = field(default_factory=set, repr=False)
     _once_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -38,6 +43,11 @@ class SyncRun:
 
     def __post_init__(self) -> None:
         self.client = FeedbackClient(self.settings, transport=self.transport)
+
+    def write_disposition(self, table: str) -> Disposition:
+        """``append`` for a table the warehouse does not have yet, else ``merge``."""
+        known = self.warehouse_tables
+        return "append" if known is not None and table not in known else "merge"
 
     def mark_complete(self, resource: str) -> None:
         with self._lock:

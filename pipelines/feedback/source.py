@@ -88,6 +88,11 @@ def _columns(run: SyncRun) -> Any:
     return columns
 
 
+def _tabulator(run: SyncRun, root: str) -> Tabulator:
+    """``root``'s rows to Arrow tables, typed and written as this run decides."""
+    return Tabulator(root, _columns(run), run.types, disposition=run.write_disposition)
+
+
 def _merge(name: str) -> dict[str, Any]:
     # columns and keys travel with each batch (``Tabulator``): the root table and its child
     # tables have different ones
@@ -101,7 +106,7 @@ def _followers(run: SyncRun) -> DltResource:
         resume = None if run.full else state.get("after")
         paginator = CursorPaginator(run.settings.page_size, resume, state.get("total"))
         chain = Chain("followers", "followers", paginator, {"include_attributes": "true"})
-        tables = Tabulator("followers", _columns(run), run.types)
+        tables = _tabulator(run, "followers")
         for page in walk(run.client, [chain], 1, urgent=True):
             yield from tables.add(shaping.follower(r) for r in page.items if tables.accept(r))
             if page.last:
@@ -143,7 +148,7 @@ def _announcements(run: SyncRun) -> DltResource:
         # a post the service calls published but dated after this run started (a server
         # may say so of scheduled posts) must not move the window past posts not yet seen
         started = datetime.now(UTC)
-        tables = Tabulator("announcements", _columns(run), run.types)
+        tables = _tabulator(run, "announcements")
         for page in walk(run.client, chains, len(chains), urgent=True):
             rows = []
             for row in page.items:
@@ -224,7 +229,7 @@ def _per_idea_poll(
             chains.append(Chain(resource, path, pages, {**filters, "idea_idx": idx}, idx, True))
         types: set[str] = set()
         # a transformer has no last call: each call yields all it fetched
-        tables = Tabulator(resource, _columns(run), run.types)
+        tables = _tabulator(run, resource)
         for page in walk(run.client, chains, run.settings.max_concurrency):
             idx = page.chain.key
             assert idx is not None
@@ -337,7 +342,7 @@ def _walk_link_types(run: SyncRun, state: Any, types: Iterable[str]) -> Generato
         for t in cursors
     ]
     shape = shaping.plain("integration_links")
-    tables = Tabulator("integration_links", _columns(run), run.types)
+    tables = _tabulator(run, "integration_links")
     for page in walk(run.client, chains, run.settings.max_concurrency, urgent=True):
         yield from tables.add(shape(r) for r in page.items if tables.accept(r))
         if page.last:
@@ -356,7 +361,7 @@ def _small_list(run: SyncRun, name: str, paginator: type[Paginator]) -> DltResou
     def small_list() -> Iterator[Any]:
         chain = Chain(name, name, paginator(run.settings.page_size))
         shape = shaping.plain(name)
-        tables = Tabulator(name, _columns(run), run.types)
+        tables = _tabulator(run, name)
         for page in walk(run.client, [chain], 1, urgent=True):
             yield from tables.add(shape(r) for r in page.items if tables.accept(r))
         yield from tables.flush()
@@ -370,7 +375,7 @@ def _ideas(run: SyncRun, pages: DltResource) -> DltResource:
 
     @dlt.transformer(data_from=pages, **_merge("ideas"))
     def ideas(ideas_page: list[Row] | Row) -> Iterator[Any]:
-        tables = Tabulator("ideas", _columns(run), run.types)
+        tables = _tabulator(run, "ideas")
         yield from tables.add(r for r in _as_list(ideas_page) if tables.accept(r))
         yield from tables.flush()
 

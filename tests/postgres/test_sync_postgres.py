@@ -93,3 +93,20 @@ def test_empty_text_null_and_awkward_characters_land_as_sent(pg: Harness) -> Non
     assert names == sent
     assert Counter(names.values())[""] > 5 and Counter(names.values())[awkward] > 5
     assert avatars == {None}
+
+
+def test_a_first_sync_appends_and_keeps_one_row_per_key_in_postgres(pg: Harness) -> None:
+    """The first load appends to tables PostgreSQL does not have yet (no staging merge);
+    items the pages repeat (``page_overlap``) keep one row per key (``ctid``); the next
+    load merges."""
+    pg.switches(page_overlap=2)
+    pg.sync(full=True, models=False)
+    pg.assert_equals_truth()
+    for con in pg.connect():
+        staged = con.execute(
+            "select count(*) from information_schema.tables where table_schema = 'feedback_staging'"
+        ).fetchall()
+        assert staged == [(0,)]  # nothing was merged through a staging copy
+    pg.mutate(seed=6, counts=CHANGES)
+    pg.sync(full=True, models=False)
+    pg.assert_equals_truth()

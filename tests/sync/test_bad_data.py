@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
+import pipelines.sync as sync_module
 from tests.sync.harness import Harness, Intercept
 
 
@@ -138,9 +140,61 @@ def test_repeated_items_and_a_wrong_total_change_nothing(harness: Harness) -> No
     moved under its reader), and ``pagination.total`` is off, up, then down."""
     harness.switches(page_overlap=2, total_offset=7)
     harness.sync(full=True)
-    harness.assert_equals_truth()  # every row once: a repeat merges on its key
+    # every row once: the first load appends to new tables, then keeps one row per key
+    harness.assert_equals_truth()
+    assert _staged_tables(harness) == 0  # appended: nothing went through a staging merge
     harness.mutate(seed=4, counts={"followers": {"create": 3}, "comments": {"create": 5}})
     harness.switches(total_offset=-7)
     harness.sync()
+    assert _staged_tables(harness) > 0  # the tables exist now: a repeat merges on its key
     harness.sync(full=True)
+    harness.assert_equals_truth()
+
+
+def _staged_tables(harness: Harness) -> int:
+    for con in harness.connect():
+        rows = con.execute(
+            "select count(*) from information_schema.tables where table_schema = 'feedback_staging'"
+        ).fetchall()
+    return int(rows[0][0])
+
+
+def test_a_first_load_killed_before_its_repeats_were_dropped_is_finished_next_run(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run dies after its appended load, before keeping one row per key: its journal
+    names the tables, and the next run (a normal one) drops the repeats first."""
+    harness.switches(page_overlap=2)
+
+    def killed(*args: Any) -> None:
+        raise RuntimeError("killed after the load")
+
+    monkeypatch.setattr(sync_module, "drop_duplicates", killed)
+    with pytest.raises(RuntimeError, match="killed after the load"):
+        harness.sync(full=True, models=False)
+    monkeypatch.undo()
+    harness.switches(page_overlap=0)
+    harness.sync(models=False)
+    assert "finishing what the previous run left after its load" in harness.last_output
+    harness.assert_equals_truth()
+
+
+def test_a_first_run_dead_before_its_journal_has_its_package_loaded_without_repeats(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run dies between its extract and its journal: the next run loads the package
+    left pending, which appends; with no journal to name the tables, every table is
+    checked for a key twice."""
+    harness.switches(page_overlap=2)
+
+    def killed(*args: Any) -> None:
+        raise RuntimeError("killed before the journal")
+
+    monkeypatch.setattr(sync_module._Journal, "write", killed)
+    with pytest.raises(RuntimeError, match="killed before the journal"):
+        harness.sync(full=True, models=False)
+    monkeypatch.undo()
+    harness.switches(page_overlap=0)
+    result = harness.sync(models=False)
+    assert result.recovered_packages == 1
     harness.assert_equals_truth()

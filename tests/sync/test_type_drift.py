@@ -8,6 +8,7 @@ variants read together, after several full syncs whose values drift.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import tempfile
 import time
@@ -399,6 +400,24 @@ def test_a_package_that_fails_for_good_leaves_no_table_merged(
     harness.sync()
     assert _rows_of_uncommitted_loads(harness) == {}
     harness.assert_equals_truth(tables=[*FOLLOWER_TABLES, "comments"])
+
+
+def test_a_first_load_that_fails_for_good_leaves_no_rows_in_the_tables_it_appended_to(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A first load appends to new tables (no staging copy holds them back): when the
+    followers copy fails for good after the other tables landed, the aborted package's rows
+    are deleted from them, and the next run (a first run again) lands everything once."""
+    _FailingCopy(monkeypatch, "followers", times=1, after_seconds=1.5)
+    caplog.set_level(logging.WARNING, logger="feedback_sync")
+    with pytest.raises(Exception, match="injected failure"):
+        harness.sync(full=True, models=False)
+    assert _rows_of_uncommitted_loads(harness) == {}
+    said = [r.getMessage() for r in caplog.records]
+    assert any("deleted the aborted load's rows" in line for line in said), said
+    harness.sync(models=False)
+    assert _rows_of_uncommitted_loads(harness) == {}
+    harness.assert_equals_truth()
 
 
 def test_a_package_an_earlier_version_left_pending_is_given_up_and_read_again(
