@@ -101,6 +101,16 @@ class PrefectApi:
             offset += len(rows)
         return messages
 
+    def logs_with(self, flow_run_id: str, *needles: str, timeout: float = 30) -> str:
+        """The run's logs as text, once every needle is in them (or ``timeout`` passed):
+        the run's log records reach the server in batches, after the run may have ended."""
+        deadline = time.monotonic() + timeout
+        text = "\n".join(self.logs(flow_run_id))
+        while not all(n.lower() in text.lower() for n in needles) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            text = "\n".join(self.logs(flow_run_id))
+        return text
+
     def everything(self) -> str:
         """Every flow run, task run, deployment, artifact, log and event, as text: what a
         secret must never be found in (the Secret block that holds it is left out)."""

@@ -145,7 +145,7 @@ def test_the_flow_lands_what_the_cli_lands_and_reports_what_each_run_touched(
     assert "deletes not reconciled for" in report[0]["data"]
 
     # the sync's own lines are in the run's logs
-    logs = "\n".join(prefect_server.logs(run_id))
+    logs = prefect_server.logs_with(run_id, "sync: full run of followers", "full sync into DuckDB")
     assert "sync: full run of followers" in logs
     assert "full sync into DuckDB" in logs
     assert "checks: " in logs
@@ -235,7 +235,7 @@ def test_the_key_is_nowhere_in_prefect_in_the_other_auth_methods(
     assert response.status_code == 200, response.text
     state = _run(mode="full", pipelines_dir=str(flow_env / "p"))
     assert state.is_completed(), state.message
-    logs = "\n".join(prefect_server.logs(_run_id(state)))
+    logs = prefect_server.logs_with(_run_id(state), "retry")
     assert "retry" in logs.lower()  # the retries were logged, with their addresses
     if auth_method == "query":
         assert "api_key=***" in logs
@@ -275,8 +275,9 @@ def test_the_key_comes_from_a_secret_block_when_one_exists(
     try:
         state = _run(resources=["topics", "statuses"], pipelines_dir=str(flow_env / "p"))
         assert state.is_completed(), state.message
-        logs = "\n".join(prefect_server.logs(_run_id(state)))
-        assert "API key from the Prefect Secret block 'feedback-key-for-tests'" in logs
+        said = "API key from the Prefect Secret block 'feedback-key-for-tests'"
+        logs = prefect_server.logs_with(_run_id(state), said)
+        assert said in logs
         assert SECRET_KEY not in prefect_server.everything()
     finally:
         prefect_server.http.delete(f"block_documents/{block_id}")
