@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from itertools import repeat
+from types import NoneType
 from typing import Any, Literal
 
 import dlt
@@ -32,6 +35,7 @@ import pyarrow as pa
 from dlt.common.schema.typing import TTableSchemaColumns
 
 from pipelines.feedback.screening import (
+    COLUMN_NAMES,
     REJECTED_TABLE,
     column_name,
     nested_fields,
@@ -95,14 +99,21 @@ class _Table:
         names.update(dict.fromkeys(self.declared))
         for row in rows:
             names.update(dict.fromkeys(row))
-        columns: dict[str, tuple[str, list[Any]]] = {}
+        # each column's kind and its values, or its Arrow array when it is built already
+        columns: dict[str, tuple[str, list[Any] | pa.Array]] = {}
         for name in names:
-            values = [row.get(name) for row in rows]
+            values = list(map(dict.get, rows, repeat(name)))
             kind = self.types.kind(self.name, name, values)
+            seen = set(map(type, values))
             if name in self.keys:
-                self._check_key(name, kind, values)
+                self._check_key(name, kind, values, seen)
             if kind is None:
                 continue  # never typed and all null: absent from this batch
+            built = None if VARIANT in name else _plain_array(kind, values, seen)
+            if built is not None:
+                # every value is of the kind's own Python type: Arrow takes them as they are
+                columns[name] = (kind, built)
+                continue
             fitting = values
             if not _all_fit(kind, values):
                 fitting = [v if fits(kind, v) else None for v in values]
@@ -115,19 +126,23 @@ class _Table:
             nullable = name not in self.keys
             arrow_type = ARROW_TYPES[kind]
             fields.append(pa.field(name, arrow_type, nullable=nullable))
-            # JSON becomes its text; an integer in a double column its (exact) double, in a
-            # text column (one too long for any number) its digits; the rest goes as it is
-            if kind == "json" or (
-                kind in ("double", "text") and any(type(v) is int for v in values)
-            ):
-                values = [arrow_value(kind, v) for v in values]
-            arrays.append(pa.array(values, type=arrow_type))
+            if isinstance(values, pa.Array):
+                arrays.append(values)
+            else:
+                # JSON becomes its text; an integer in a double column its (exact) double,
+                # in a text column (one too long for any number) its digits; the rest goes
+                # as it is
+                if kind == "json" or (
+                    kind in ("double", "text") and any(type(v) is int for v in values)
+                ):
+                    values = [arrow_value(kind, v) for v in values]
+                arrays.append(pa.array(values, type=arrow_type))
             hints[name] = column_hint(kind, nullable=nullable)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), hints
 
     def _variant(
         self,
-        columns: dict[str, tuple[str, list[Any]]],
+        columns: dict[str, tuple[str, list[Any] | pa.Array]],
         name: str,
         value: Any,
         position: int,
@@ -142,8 +157,13 @@ class _Table:
             )
         columns.setdefault(variant, (kind, [None] * size))[1][position] = value
 
-    def _check_key(self, name: str, kind: str | None, values: list[Any]) -> None:
+    def _check_key(self, name: str, kind: str | None, values: list[Any], seen: set[type]) -> None:
         """Keys identify rows: a missing or non-text one stops the run, naming the table."""
+        own = _PYTHON_TYPES.get(kind or "text")
+        if seen == {own} and (
+            kind != "bigint" or _INT64_MIN <= min(values) <= max(values) <= _INT64_MAX
+        ):
+            return  # every value present and of the key's own type
         for position, value in enumerate(values):
             if value is None or not fits(kind or "", value):
                 raise DataError(
@@ -153,6 +173,33 @@ class _Table:
 
     def hints(self) -> TTableSchemaColumns:
         return {k: dict(v) for k, v in self.hinted.items()}  # type: ignore[misc]
+
+
+# the Python type whose values a column of the kind takes unchanged (an int only where it
+# fits 64 bits: Arrow refuses a bigger one, and the column's values go the long way)
+_PYTHON_TYPES: dict[str, type] = {
+    "text": str,
+    "bigint": int,
+    "double": float,
+    "bool": bool,
+    "timestamp": datetime,
+}
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _plain_array(kind: str, values: list[Any], seen: set[type]) -> pa.Array | None:
+    """``values`` as an Arrow array when each is null or of the kind's own Python type
+    (``_PYTHON_TYPES``); None when any needs a look of its own (a variant, a JSON text,
+    an integer in a double column, one beyond 64 bits)."""
+    own = _PYTHON_TYPES.get(kind)
+    if own is None or not seen <= {own, NoneType}:
+        return None
+    try:
+        return pa.array(values, type=ARROW_TYPES[kind])
+    except (OverflowError, pa.ArrowInvalid):  # an integer beyond 64 bits
+        return None
 
 
 def _all_fit(kind: str, values: list[Any]) -> bool:
@@ -245,9 +292,10 @@ class Tabulator:
         one level, unless the spec declares the field a column (then drift goes to a
         variant column, not to a new table)."""
         root = self._root
+        known = COLUMN_NAMES
         out: Row = {}
         for field, value in row.items():
-            name = column_name(field)
+            name = known.get(field) or column_name(field)
             if value is None or name in root.declared or VARIANT in name:
                 out[name] = value
             elif name in self._lists:
@@ -278,11 +326,12 @@ class Tabulator:
         if table is None:
             keys = (self.parent_key, POSITION)
             table = self._children[name] = _Table(name, self.types, {}, keys)
+        known = COLUMN_NAMES
         for position, item in enumerate(items):
             out: Row = {self.parent_key: parent, POSITION: position}
             if isinstance(item, dict):
                 for key, value in item.items():
-                    column = column_name(key)
+                    column = known.get(key) or column_name(key)
                     if column not in (self.parent_key, POSITION):
                         out[column] = value
             else:

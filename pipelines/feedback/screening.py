@@ -29,7 +29,10 @@ from pipelines.feedback.types import DECLARED, VARIANT
 
 REJECTED_TABLE = "rejected_rows"
 _NAMING = NamingConvention()
-_NAMES: dict[str, str] = {}
+# every key's column name so far (``column_name`` fills it; cleared in place, never
+# replaced): hot loops read it first and call ``column_name`` only for a key not in it
+COLUMN_NAMES: dict[str, str] = {}
+_NAMES = COLUMN_NAMES
 # objects the shaping turns into rows: their keys become values, not columns
 _KEYS_AS_ROWS = {("followers", "attributes"), ("announcements", "reaction_count")}
 
