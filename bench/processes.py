@@ -115,6 +115,17 @@ class Sandbox:
     def mutate(self, fraction: float, seed: int = 1) -> Any:
         return self.control("POST", "/mutate", {"seed": seed, "fraction": fraction})
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) the sandbox process has used so far; None where the
+        kernel does not say (``/proc`` is Linux's). The sandbox shares the machine's cores
+        with the client it serves: its CPU during a run shows how much was left."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        # utime and stime: the 14th and 15th fields, the 12th and 13th after the name
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self._http.close()
         self.process.terminate()
@@ -141,6 +152,8 @@ class Run:
     steps: str | None = None
     # every wall time, where the run is the median of several
     repeats: list[float] | None = None
+    # CPU the sandbox (the server, on the same machine) used during the run
+    server_cpu_s: float | None = None
 
     @property
     def rows_per_s(self) -> float | None:

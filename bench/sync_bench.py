@@ -18,7 +18,8 @@ process on loopback, and these run one after another, each as its own measured p
    DuckDB's memory capped at 64MB (a diagnostic: how much of the peak is DuckDB's).
 
 Then the same again with ``--latency-ms`` (20) added to every request, at the smallest
-scale (``--latency-scales``). Each run reports wall time, CPU time, peak RSS, rows landed,
+scale (``--latency-scales``). Each run reports wall time, CPU time (its own, and the sandbox's
+during it: both share the machine's cores), peak RSS, rows landed,
 requests (the sandbox's count) and rows per second, and the targets are computed as ratios
 of runs from this one invocation. Writes ``bench/RESULTS.md`` (the part between the markers;
 the analysis written around it stays).
@@ -122,7 +123,9 @@ class Bench:
         """The run, its standard output, and the API requests it made (the sandbox's log)."""
         self.say(f"  {sandbox.scale}, +{latency:g} ms: {name} ...")
         mark = sandbox.mark()
+        server_before = sandbox.cpu_seconds()
         result = measure(argv, child_env(**env), cwd)
+        server_after = sandbox.cpu_seconds()
         requests = sandbox.requests_since(mark)
         run = Run(
             sandbox.scale,
@@ -134,6 +137,8 @@ class Bench:
             None,
             len(requests),
         )
+        if server_before is not None and server_after is not None:
+            run.server_cpu_s = server_after - server_before
         return run, result.stdout, requests
 
     def _sync(
@@ -406,9 +411,9 @@ def render(
         lines.append(f"| {scale} | {data} | {seeds.get(scale, 0):.1f} s |")
     lines += [
         "",
-        "| scale | added latency | run | wall (s) | CPU (s) | peak RSS (MB) | rows landed "
-        "| requests | rows/s | the sync's steps |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| scale | added latency | run | wall (s) | CPU (s) | sandbox CPU (s) | peak RSS (MB) "
+        "| rows landed | requests | rows/s | the sync's steps |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in runs:
         wall = f"{run.wall_s:.2f}" if run.repeats else f"{run.wall_s:.1f}"
@@ -417,7 +422,7 @@ def render(
             steps = f"median of {len(run.repeats)}: " + ", ".join(f"{t:.2f}" for t in run.repeats)
         lines.append(
             f"| {run.scale} | {run.latency_ms:g} ms | {run.name} | {wall} "
-            f"| {_fmt(run.cpu_s)} | {_fmt(run.peak_rss_mb, 0)} "
+            f"| {_fmt(run.cpu_s)} | {_fmt(run.server_cpu_s)} | {_fmt(run.peak_rss_mb, 0)} "
             f"| {'-' if run.rows is None else f'{run.rows:,}'} "
             f"| {'-' if run.repeats else f'{run.requests:,}'} | "
             f"{_fmt(run.rows_per_s, 0)} | {steps} |"

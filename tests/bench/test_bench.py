@@ -54,31 +54,33 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     assert "old figures" not in text
     # the runs' table (the data table above it also starts with the scale)
     table = [
-        line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 11
+        line for line in text.splitlines() if line.startswith("| tiny |") and line.count("|") == 12
     ]
     # the start-up runs come first: each the median of its repeats, each against its limit
     startup, rows = table[: len(STARTUP)], table[len(STARTUP) :]
     assert [row.split(" | ")[2] for row in startup] == list(STARTUP)
     for row in startup:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert float(cells[3]) > 0 and cells[9].startswith("median of 2: ")
+        assert float(cells[3]) > 0 and cells[10].startswith("median of 2: ")
         assert f"| {cells[2]}, tiny (s, median of 2) | {float(cells[3]):.2f} | < " in text
     assert len(rows) == len(RUNS)
     assert [row.split(" | ")[2] for row in rows if "| 0 ms |" in row] == list(RUNS)
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        wall, cpu, rss, landed, requests = cells[3:8]
+        wall, cpu, server, rss, landed, requests = cells[3:9]
         assert float(wall) > 0 and float(cpu) > 0 and float(rss.replace(",", "")) > 20
+        # the sandbox's CPU during the run: it answered every request the run made
+        assert float(server) >= 0 and (float(server) > 0 or int(requests.replace(",", "")) < 100)
         if cells[2].startswith("SQL models"):
             assert (requests, landed) == ("0", "-")  # the models read the warehouse only
             continue
         assert int(requests.replace(",", "")) > 0
         assert landed == "-" if cells[2].startswith("raw") else int(landed.replace(",", "")) > 0
         # a sync's row carries its own account of its steps
-        steps, is_sync = cells[9], cells[2].startswith(("full", "normal"))
+        steps, is_sync = cells[10], cells[2].startswith(("full", "normal"))
         assert steps.startswith("fetch ") and ", load " in steps if is_sync else steps == "-"
     # the floor replays exactly the full sync's requests
-    by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[7] for r in rows}
+    by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[8] for r in rows}
     assert by_name[("0 ms", "raw fetch (floor)")] == by_name[("0 ms", "full sync -> DuckDB")]
     # the capped run syncs the same change from a copy of the warehouse taken before it
     capped = by_name[("0 ms", "normal sync after 1% change, DuckDB capped at 64MB")]
