@@ -14,8 +14,8 @@ merges ran (each chain's merge is its own transaction), which no type or value t
 sends can cause.
 
 A table's first load appends (``SyncRun.write_disposition``): its copy job writes into
-the dataset itself, with nothing to hold back; the sync deletes an aborted package's rows
-from those tables (``sync._withdraw``).
+the dataset itself, with nothing to hold back; ``appends.settle`` deletes an aborted
+package's rows from those tables.
 
 dlt has no setting for this, so ``install`` wraps the one function its loader asks which
 new jobs to start (``dlt.load.load.filter_new_jobs``). ``tests/sync/test_type_drift.py``

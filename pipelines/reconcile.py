@@ -7,11 +7,6 @@ replaces the row, child rows merge on their parent's key and position).
 from earlier loads are what its lists no longer hold (a company removed, a list that
 shrank or emptied): they are deleted. Runs after every load.
 
-``drop_duplicates``: a table the warehouse did not have yet is appended to, not merged
-(nothing to merge with: no staging copy, no delete-insert); a key this load sent twice (a
-page that overlapped the next, an item moved while the list was read) then keeps one row,
-as merge would have.
-
 ``reconcile``: for a resource read from its start to its end in that load, a root row with
 another load id was not seen, so it no longer exists at the source:
 
@@ -67,71 +62,6 @@ def warn_unknown_rejection(root: str) -> None:
 def is_delta(pipeline: Pipeline) -> bool:
     """Whether the pipeline loads Delta tables (dlt's filesystem destination)."""
     return pipeline.destination.destination_name == "filesystem"
-
-
-# the column that names a row on its own, where ``drop_duplicates`` can run
-ROW_IDS = {"duckdb": "rowid", "postgres": "ctid"}
-
-
-def appends_new_tables(pipeline: Pipeline) -> bool:
-    """Whether a table new to the warehouse can be appended to, its duplicates dropped
-    after (``drop_duplicates``): on the SQL destinations whose rows have an id."""
-    return pipeline.destination.destination_name in ROW_IDS
-
-
-def drop_duplicates(pipeline: Pipeline, tables: Iterable[str]) -> dict[str, int]:
-    """Keeps one row per primary key in ``tables`` (appended, not merged); rows dropped
-    per table.
-
-    Which copy stays is not defined, as with dlt's merge of a key sent twice in one load.
-    """
-    schema = pipeline.default_schema
-    row_id = ROW_IDS[pipeline.destination.destination_name]
-    dropped: dict[str, int] = {}
-    with pipeline.sql_client() as client:
-        existing = set(dataset_tables(client))
-        with client.begin_transaction():
-            for table in sorted(set(tables) & existing):
-                columns = schema.tables.get(table, {}).get("columns", {})
-                keys = [n for n, c in columns.items() if c.get("primary_key")]
-                if not keys:
-                    continue
-                qtable = client.make_qualified_table_name(table)
-                key_list = ", ".join(client.escape_column_name(k) for k in keys)
-                extra = client.execute_sql(
-                    f"select coalesce(sum(n - 1), 0) from (select count(*) as n from {qtable} "
-                    f"group by {key_list} having count(*) > 1) d"
-                )
-                count = int(extra[0][0]) if extra else 0
-                if not count:
-                    continue
-                client.execute_sql(
-                    f"delete from {qtable} where {row_id} in (select {row_id} from "
-                    f"(select {row_id}, row_number() over (partition by {key_list}) as copy "
-                    f"from {qtable}) d where copy > 1)"
-                )
-                dropped[table] = count
-                log.info(
-                    "%s: %d row(s) repeated a key already in this load; one row per key kept",
-                    table,
-                    count,
-                )
-    return dropped
-
-
-def remove_load(pipeline: Pipeline, load_id: str, tables: Iterable[str]) -> dict[str, int]:
-    """Deletes the rows of ``load_id`` (a package that was aborted) from ``tables``."""
-    removed: dict[str, int] = {}
-    with pipeline.sql_client() as client:
-        existing = set(dataset_tables(client))
-        with client.begin_transaction():
-            for table in sorted(set(tables) & existing):
-                qtable = client.make_qualified_table_name(table)
-                count = _count(client, f"from {qtable} where _dlt_load_id = %s", load_id)
-                if count:
-                    client.execute_sql(f"delete from {qtable} where _dlt_load_id = %s", load_id)
-                    removed[table] = count
-    return removed
 
 
 def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:

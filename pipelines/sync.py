@@ -33,6 +33,7 @@ from dlt.common.destination.exceptions import DestinationUndefinedEntity
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines import runlock
+from pipelines.appends import appends_new_tables, owe, settle
 from pipelines.export import data_tables, export_parquet
 from pipelines.failures import causes
 from pipelines.feedback.arrow import PARENT_KEYS
@@ -43,14 +44,7 @@ from pipelines.feedback.settings import RESOURCES, FeedbackSettings, load_settin
 from pipelines.feedback.source import feedback
 from pipelines.models import BuildResult, ModelError
 from pipelines.models import apply as apply_models
-from pipelines.reconcile import (
-    appends_new_tables,
-    drop_duplicates,
-    is_delta,
-    reconcile,
-    remove_load,
-    replace_children,
-)
+from pipelines.reconcile import is_delta, reconcile, replace_children
 from pipelines.warehouse import Target, dataset_tables, newest_state_sql
 
 log = logging.getLogger("feedback_sync")
@@ -275,12 +269,19 @@ def _run_sync(
             _add(result.rows_removed, owed)
         if not _local_state_current(pipeline):
             pipeline.sync_destination()
+        warehouse_tables = _warehouse_tables(pipeline, target)
+        if warehouse_tables is not None:
+            if warehouse_tables:
+                settle(pipeline)  # what an earlier run left owing, wherever it ran
+            # the tables this run may append to (any other) owe a settle after the load
+            kept.hold(create=True)
+            owe(pipeline, warehouse_tables)
 
         run = SyncRun(
             settings,
             full=full,
             transport=transport,
-            warehouse_tables=_warehouse_tables(pipeline, target),
+            warehouse_tables=warehouse_tables,
         )
         try:
             source = feedback(run=run)
@@ -310,25 +311,18 @@ def _run_sync(
         result.complete = sorted(complete & set(chosen))
         # what this run still owes after its load, kept where a crash cannot lose it
         journal = _Journal(pipeline)
-        # the tables this package appends to (new to the warehouse): one row per key after
-        appended = sorted(
-            t
-            for t in pipeline.default_schema.data_table_names()
-            if run.write_disposition(t) == "append"
-        )
-        journal.write(load_id, result.complete, settings.delete_mode, target.is_parquet, appended)
+        journal.write(load_id, result.complete, settings.delete_mode, target.is_parquet)
         if after_extract is not None:
             after_extract(pipeline)
         with result.timed("load"):
             kept.hold(create=True)
-            normalize_info, _ = _normalize_and_load(pipeline, out, load_id, appended)
+            normalize_info, _ = _normalize_and_load(pipeline, out)
             result.rows_loaded = {
                 table: count
                 for table, count in normalize_info.row_counts.items()
                 if not table.startswith("_dlt")
             }
-            if load_id is not None and appended:
-                drop_duplicates(pipeline, appended)
+            settle(pipeline)  # one row per key in the tables this load appended to
             if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):
                 # a parent row came again: its child rows not in this load are gone
                 _add(result.rows_removed, replace_children(pipeline, load_id))
@@ -427,12 +421,7 @@ def _recover(pipeline: Pipeline, result: SyncResult, out: IO[str]) -> None:
     except LoadFailed as exc:
         print(f"sync: a package an earlier run left could not be loaded: {exc}", file=out)
         recovered = None
-    loads = recovered.loads_ids if recovered is not None else []
-    if loads and appends_new_tables(pipeline):
-        # a run that died before its journal was written leaves no list of the tables its
-        # package appended to: every table is checked (one grouping query each)
-        drop_duplicates(pipeline, pipeline.default_schema.data_table_names())
-    for loaded in loads:
+    for loaded in recovered.loads_ids if recovered is not None else ():
         _add(result.rows_removed, replace_children(pipeline, loaded))
     if pipeline.has_pending_data:
         # dlt could not even start on them (say, a run killed before its schema was saved)
@@ -445,12 +434,7 @@ def _add(totals: dict[str, int], counts: dict[str, int]) -> None:
         totals[table] = totals.get(table, 0) + count
 
 
-def _normalize_and_load(
-    pipeline: Pipeline,
-    out: IO[str] | None = None,
-    load_id: str | None = None,
-    appended: Sequence[str] = (),
-) -> tuple[Any, Any]:
+def _normalize_and_load(pipeline: Pipeline, out: IO[str] | None = None) -> tuple[Any, Any]:
     """Normalizes and loads; a package dlt gives up on for good does not stay behind.
 
     The state saved at extract (new cursors) travels in the package. A load job that fails
@@ -461,9 +445,9 @@ def _normalize_and_load(
     package that cannot load. A transient failure (a lock, a lost connection) leaves the
     package pending for the next run to load first.
 
-    The tables the package ``appended`` to (new to the warehouse: no staging copy to hold
-    them back) may hold rows of an aborted ``load_id``; they are deleted, so no table
-    shows part of a package that was never committed.
+    Tables the package appended to (new to the warehouse: no staging copy held them back)
+    may hold rows of the aborted package: ``appends.settle`` deletes them (should that
+    fail, its record in the warehouse has the next run do it).
 
     Raises:
         LoadFailed: a load job failed for good; names the table, the column where the
@@ -482,9 +466,8 @@ def _normalize_and_load(
                 "the load was abandoned; dropping local state so the next run resumes "
                 "from the state the destination holds"
             )
-            if load_id is not None and appended:
-                _withdraw(pipeline, load_id, appended)
             pipeline.drop()
+            _settle_after_abort(pipeline)
         failed = _terminal_job_failure(exc)
         if failed is not None:
             raise LoadFailed(failed) from exc
@@ -495,20 +478,13 @@ def _normalize_and_load(
 _SOURCE_COLUMN = re.compile(r'source column "?([^"\s]+)"?')
 
 
-def _withdraw(pipeline: Pipeline, load_id: str, tables: Sequence[str]) -> None:
-    """Deletes an aborted package's rows from the tables it appended to (best effort: the
-    load's own error is the one reported; a row left behind is replaced by the next run,
-    which reads everything again with no committed state)."""
+def _settle_after_abort(pipeline: Pipeline) -> None:
+    """Deletes an aborted package's rows from the tables it appended to; best effort (the
+    load's own error is the one reported, and the record stays for the next run)."""
     try:
-        withdrawn = remove_load(pipeline, load_id, tables)
+        settle(pipeline)
     except Exception as exc:
-        log.warning("could not delete the aborted load's rows from %s: %s", ", ".join(tables), exc)
-        return
-    if withdrawn:
-        log.warning(
-            "deleted the aborted load's rows from the tables it had appended to: %s",
-            ", ".join(f"{table} {count:,}" for table, count in sorted(withdrawn.items())),
-        )
+        log.warning("the aborted load's appended rows are left for the next run: %s", exc)
 
 
 def _terminal_job_failure(exc: BaseException) -> str | None:
@@ -565,21 +541,8 @@ class _Journal:
     def __init__(self, pipeline: Pipeline) -> None:
         self.path = Path(pipeline.working_dir) / "feedback_sync_journal.json"
 
-    def write(
-        self,
-        load_id: str | None,
-        complete: list[str],
-        mode: str,
-        parquet: bool,
-        appended: list[str],
-    ) -> None:
-        body = {
-            "load_id": load_id,
-            "complete": complete,
-            "mode": mode,
-            "parquet": parquet,
-            "appended": appended,
-        }
+    def write(self, load_id: str | None, complete: list[str], mode: str, parquet: bool) -> None:
+        body = {"load_id": load_id, "complete": complete, "mode": mode, "parquet": parquet}
         partial = self.path.with_suffix(".partial")
         partial.write_text(json.dumps(body))
         os.replace(partial, self.path)
@@ -597,8 +560,6 @@ class _Journal:
             self.clear()  # its package never landed: nothing to finish
             return None
         print("sync: finishing what the previous run left after its load ...", file=out)
-        if body.get("appended"):
-            drop_duplicates(pipeline, body["appended"])
         removed = replace_children(pipeline, load_id)
         _add(
             removed,

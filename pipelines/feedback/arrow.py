@@ -204,9 +204,10 @@ def _plain_array(kind: str, values: list[Any], seen: set[type]) -> pa.Array | No
 
 def _all_fit(kind: str, values: list[Any]) -> bool:
     """Whether every value fits ``kind``: one check per Python type, not per value (an
-    integer's fit in a double column depends on its size, so integers are checked one by one)."""
+    integer's fit in a double or bigint column depends on its size, so integers are checked
+    one by one)."""
     samples = {type(v): v for v in values if v is not None}
-    if int in samples and kind == "double":
+    if int in samples and kind in ("double", "bigint"):
         return all(fits(kind, v) for v in values)
     return all(fits(kind, sample) for sample in samples.values())
 

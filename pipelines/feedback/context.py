@@ -23,7 +23,7 @@ class SyncRun:
     their tables may have deletes reconciled (rows not seen are gone at the source).
     ``types`` decides every column's type once for the whole run (``types.ColumnTypes``).
     ``warehouse_tables`` are the tables the warehouse already has: a table not among them
-    is appended to instead of merged (the sync drops a key sent twice after the load);
+    is appended to instead of merged (``appends.settle`` does what merge would have);
     None where the warehouse cannot tell, and every table merges.
     """
 

@@ -168,6 +168,17 @@ def test_integers_of_any_size_land_exactly() -> None:
     assert table.column("note").to_pylist() == ["a", str(10**40 + 1)]
 
 
+def test_an_integer_past_64_bits_before_a_small_one_goes_to_the_variant() -> None:
+    """A declared bigint column (ideas.comment_count) whose batch sends 2**64 first: the
+    check of the batch's integers looks at each one, not at one of them."""
+    tabulator = Tabulator("ideas", {}, ColumnTypes({}))
+    list(tabulator.add([{"idx": "i1", "comment_count": 2**64}, {"idx": "i2", "comment_count": 5}]))
+    table = _tables(list(tabulator.flush()))["ideas"]
+    assert table.column("comment_count").to_pylist() == [None, 5]
+    decimals = table.column("comment_count__v_decimal").to_pylist()
+    assert [None if v is None else int(v) for v in decimals] == [2**64, None]
+
+
 def test_rejected_items_are_logged_one_by_one_then_as_a_count(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -407,16 +407,42 @@ def test_a_first_load_that_fails_for_good_leaves_no_rows_in_the_tables_it_append
 ) -> None:
     """A first load appends to new tables (no staging copy holds them back): when the
     followers copy fails for good after the other tables landed, the aborted package's rows
-    are deleted from them, and the next run (a first run again) lands everything once."""
+    are deleted from them, and the next run (with no state committed, it reads everything
+    again) lands everything once."""
     _FailingCopy(monkeypatch, "followers", times=1, after_seconds=1.5)
     caplog.set_level(logging.WARNING, logger="feedback_sync")
     with pytest.raises(Exception, match="injected failure"):
         harness.sync(full=True, models=False)
     assert _rows_of_uncommitted_loads(harness) == {}
     said = [r.getMessage() for r in caplog.records]
-    assert any("deleted the aborted load's rows" in line for line in said), said
+    assert any("a load that was never committed" in line for line in said), said
     harness.sync(models=False)
     assert _rows_of_uncommitted_loads(harness) == {}
+    harness.assert_equals_truth()
+
+
+def test_a_first_package_left_pending_then_refused_leaves_no_rows_behind(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first run dies before its load; the next run loads that package first, and the
+    followers copy fails for good after the other tables landed: the recovered package is
+    aborted, its rows are deleted from the tables it appended to, and the run goes on."""
+    import pipelines.sync as sync_module
+
+    def killed(*args: Any) -> None:
+        raise RuntimeError("killed before the load")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sync_module._Journal, "write", killed)
+        with pytest.raises(RuntimeError, match="killed before the load"):
+            harness.sync(full=True, models=False)
+    assert harness.target().pipeline().has_pending_data
+    _FailingCopy(monkeypatch, "followers", times=1, after_seconds=1.5)
+    # this run reads topics only: nothing it loads replaces the aborted package's rows
+    result = harness.sync(models=False, resources=["topics"])
+    assert "could not be loaded" in harness.last_output and result.recovered_packages == 1
+    assert _rows_of_uncommitted_loads(harness) == {}
+    harness.sync(full=True, models=False)
     harness.assert_equals_truth()
 
 
