@@ -10,13 +10,15 @@ then owed, and ``settle`` does them:
 - rows of a load that was never committed (its package aborted after some tables landed:
   no staging copy held them back) are deleted.
 
-Before its extract, each run records what it owes (``owe``: the tables the warehouse has,
-so any other table was created by this run's appends) in ``_feedback_sync.appends_owed``,
-in the warehouse itself; ``settle`` runs after the load and at the start of every run, and
-clears the record in the same transaction as its work. So a run that dies anywhere (before
-its package is loaded, between the load and ``settle``, while it aborts), or that is run
-again from another working folder, leaves a record the next run finishes. ``settle`` waits
-while a package is still pending: its rows are not committed yet, and will be.
+Before every load (a run's own, and a package an earlier run left pending), the sync
+records what it owes (``owe``: the tables the warehouse has, so any other table was
+created by the load's appends) in ``_feedback_sync.appends_owed``, in the warehouse
+itself; ``settle`` runs after the load and at the start of every run, and clears the
+record in the same transaction as its work. So a run that dies in its load, between the
+load and ``settle``, or while it aborts, or that is run again from another working
+folder, leaves a record the next run finishes; a run that fails before its load writes
+nothing. ``settle`` waits while a package is still pending: its rows are not committed
+yet, and will be.
 
 DuckDB and PostgreSQL only: their rows have an id (``rowid``, ``ctid``) that tells two
 copies of a key apart. Delta tables and other destinations always merge.
@@ -51,8 +53,8 @@ def appends_new_tables(pipeline: Pipeline) -> bool:
 
 
 def owe(pipeline: Pipeline, existing: Iterable[str]) -> None:
-    """Records, before a run's extract, that every table not in ``existing`` (the tables
-    the warehouse has now) may be appended to by this run and is owed a ``settle``."""
+    """Records, before a load, that every table not in ``existing`` (the tables the
+    warehouse has now) may be appended to by it and is owed a ``settle``."""
     with pipeline.sql_client() as client:
         client.execute_sql(f'create schema if not exists "{SCHEMA}"')
         client.execute_sql(f"create table if not exists {OWED} (dataset_name text, existing text)")

@@ -263,19 +263,15 @@ def _run_sync(
         fmt: Any = target.loader_file_format
 
         if pipeline.has_pending_data:
-            _recover(pipeline, result, out)
+            _recover(pipeline, target, result, out)
         owed = _Journal(pipeline).replay(pipeline, out)
         if owed is not None:
             _add(result.rows_removed, owed)
         if not _local_state_current(pipeline):
             pipeline.sync_destination()
         warehouse_tables = _warehouse_tables(pipeline, target)
-        if warehouse_tables is not None:
-            if warehouse_tables:
-                settle(pipeline)  # what an earlier run left owing, wherever it ran
-            # the tables this run may append to (any other) owe a settle after the load
-            kept.hold(create=True)
-            owe(pipeline, warehouse_tables)
+        if warehouse_tables:
+            settle(pipeline)  # what an earlier run left owing, wherever it ran
 
         run = SyncRun(
             settings,
@@ -316,6 +312,9 @@ def _run_sync(
             after_extract(pipeline)
         with result.timed("load"):
             kept.hold(create=True)
+            if warehouse_tables is not None:
+                # the tables this load may append to (any other) owe a settle after it
+                owe(pipeline, warehouse_tables)
             normalize_info, _ = _normalize_and_load(pipeline, out)
             result.rows_loaded = {
                 table: count
@@ -406,7 +405,7 @@ def _warehouse_tables(pipeline: Pipeline, target: Target) -> frozenset[str] | No
         return frozenset()
 
 
-def _recover(pipeline: Pipeline, result: SyncResult, out: IO[str]) -> None:
+def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str]) -> None:
     """Loads what a run that died left pending; a package that cannot load is given up.
 
     Giving a package up loses nothing: its state was never committed, so this run reads its
@@ -416,6 +415,9 @@ def _recover(pipeline: Pipeline, result: SyncResult, out: IO[str]) -> None:
     result.recovered_packages = len(pipeline.list_extracted_load_packages()) + len(
         pipeline.list_normalized_load_packages()
     )
+    existing = _warehouse_tables(pipeline, target)
+    if existing is not None:
+        owe(pipeline, existing)  # the pending package may append to new tables
     try:
         _, recovered = _normalize_and_load(pipeline)
     except LoadFailed as exc:
