@@ -65,14 +65,13 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
         assert f"| {cells[2]}, tiny (s, median of 2) | {float(cells[3]):.2f} | < " in text
     assert len(rows) == len(RUNS)
     assert [row.split(" | ")[2] for row in rows if "| 0 ms |" in row] == list(RUNS)
-    served: list[float] = []
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         wall, cpu, server, rss, landed, requests = cells[3:9]
         assert float(wall) > 0 and float(cpu) > 0 and float(rss.replace(",", "")) > 20
-        # the sandbox's CPU during the run (it answered every request the run made)
-        assert float(server) >= 0
-        served.append(float(server))
+        # the sandbox's CPU during the run is measured for every run (at tiny it may round
+        # to 0.0: the sandbox answers a few dozen requests in milliseconds)
+        assert server != "-" and float(server) >= 0
         if cells[2].startswith("SQL models"):
             assert (requests, landed) == ("0", "-")  # the models read the warehouse only
             continue
@@ -81,7 +80,6 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
         # a sync's row carries its own account of its steps
         steps, is_sync = cells[10], cells[2].startswith(("full", "normal"))
         assert steps.startswith("fetch ") and ", load " in steps if is_sync else steps == "-"
-    assert max(served) > 0
     # the floor replays exactly the full sync's requests
     by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[8] for r in rows}
     assert by_name[("0 ms", "raw fetch (floor)")] == by_name[("0 ms", "full sync -> DuckDB")]
