@@ -29,8 +29,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+from dlt.common.destination.exceptions import DestinationUndefinedEntity
 from dlt.common.schema import Schema
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
@@ -50,6 +52,21 @@ def appends_new_tables(pipeline: Pipeline) -> bool:
     """Whether a table new to the warehouse is appended to (then settled) at ``pipeline``'s
     destination; elsewhere every table merges."""
     return pipeline.destination.destination_name in ROW_IDS
+
+
+def warehouse_tables(pipeline: Pipeline, duckdb_file: Path | None) -> frozenset[str] | None:
+    """The tables the warehouse has (``SyncRun.warehouse_tables``): a table it does not have
+    yet is appended to, not merged; None where tables are always merged. ``duckdb_file``:
+    the target's DuckDB file, not asked (nor created) when it does not exist yet."""
+    if not appends_new_tables(pipeline):
+        return None
+    if duckdb_file is not None and not duckdb_file.exists():
+        return frozenset()
+    try:
+        with pipeline.sql_client() as client:
+            return frozenset(dataset_tables(client))
+    except DestinationUndefinedEntity:  # no dataset yet
+        return frozenset()
 
 
 def owe(pipeline: Pipeline, existing: Iterable[str]) -> None:

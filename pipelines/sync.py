@@ -33,7 +33,7 @@ from dlt.common.destination.exceptions import DestinationUndefinedEntity
 from dlt.pipeline.pipeline import Pipeline
 
 from pipelines import runlock
-from pipelines.appends import appends_new_tables, owe, settle
+from pipelines.appends import owe, settle, warehouse_tables
 from pipelines.export import data_tables, export_parquet
 from pipelines.failures import causes
 from pipelines.feedback.arrow import PARENT_KEYS
@@ -45,7 +45,7 @@ from pipelines.feedback.source import feedback
 from pipelines.models import BuildResult, ModelError
 from pipelines.models import apply as apply_models
 from pipelines.reconcile import is_delta, reconcile, replace_children
-from pipelines.warehouse import Target, dataset_tables, newest_state_sql
+from pipelines.warehouse import Target, newest_state_sql
 
 log = logging.getLogger("feedback_sync")
 
@@ -269,15 +269,15 @@ def _run_sync(
             _add(result.rows_removed, owed)
         if not _local_state_current(pipeline):
             pipeline.sync_destination()
-        warehouse_tables = _warehouse_tables(pipeline, target)
-        if warehouse_tables:
+        existing = warehouse_tables(pipeline, target.duckdb_file())
+        if existing:
             settle(pipeline)  # what an earlier run left owing, wherever it ran
 
         run = SyncRun(
             settings,
             full=full,
             transport=transport,
-            warehouse_tables=warehouse_tables,
+            warehouse_tables=existing,
         )
         try:
             source = feedback(run=run)
@@ -312,9 +312,9 @@ def _run_sync(
             after_extract(pipeline)
         with result.timed("load"):
             kept.hold(create=True)
-            if warehouse_tables is not None:
+            if existing is not None:
                 # the tables this load may append to (any other) owe a settle after it
-                owe(pipeline, warehouse_tables)
+                owe(pipeline, existing)
             normalize_info, _ = _normalize_and_load(pipeline, out)
             result.rows_loaded = {
                 table: count
@@ -390,21 +390,6 @@ def _local_state_current(pipeline: Pipeline) -> bool:
     return bool(rows) and rows[0][0] == local
 
 
-def _warehouse_tables(pipeline: Pipeline, target: Target) -> frozenset[str] | None:
-    """The tables the warehouse has (``SyncRun.warehouse_tables``): a table it does not have
-    yet is appended to, not merged; None where tables are always merged."""
-    if not appends_new_tables(pipeline):
-        return None
-    path = target.duckdb_file()
-    if path is not None and not path.exists():
-        return frozenset()  # not even the file: asking would create it
-    try:
-        with pipeline.sql_client() as client:
-            return frozenset(dataset_tables(client))
-    except DestinationUndefinedEntity:  # no dataset yet
-        return frozenset()
-
-
 def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str]) -> None:
     """Loads what a run that died left pending; a package that cannot load is given up.
 
@@ -415,7 +400,7 @@ def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str
     result.recovered_packages = len(pipeline.list_extracted_load_packages()) + len(
         pipeline.list_normalized_load_packages()
     )
-    existing = _warehouse_tables(pipeline, target)
+    existing = warehouse_tables(pipeline, target.duckdb_file())
     if existing is not None:
         owe(pipeline, existing)  # the pending package may append to new tables
     try:
