@@ -183,18 +183,10 @@ class Target:
             destination = dlt.destinations.filesystem(bucket_url=self.bucket_url())
         elif path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory
-            # bounded and lets DuckDB spill to disk instead
             # absolute: dlt resolves a relative path against the folder the pipeline was
             # first run from (kept in its local state), so a working folder run from
             # elsewhere, or copied, would load into the first folder's file
-            # the path is set, not parsed: parsing tries it as a connection URL first, which
-            # imports SQLAlchemy (0.15 s of every run) only to fall back to a file path
-            credentials = _duckdb_file_credentials()(
-                global_config={"memory_limit": duckdb_memory_limit()}
-            )
-            credentials.database = str(path.absolute())
-            destination = dlt.destinations.duckdb(credentials=credentials)
+            destination = _duckdb_file_destination(path.absolute())
         else:
             destination = self.destination
         # the source yields Arrow tables; reconcile and replace_children need every row's
@@ -297,13 +289,19 @@ def dlt_settings_mention(section: str) -> bool:
 
 
 @functools.cache
-def _duckdb_file_credentials() -> Any:
-    """dlt's DuckDB credentials, shown as text without SQLAlchemy.
+def _duckdb_file_destination(path: Path) -> Any:
+    """dlt's DuckDB destination for the file at ``path``, with credentials that render as
+    text without SQLAlchemy.
 
-    dlt renders credentials as a SQLAlchemy URL for the load's step info (``str()``), which
-    imports SQLAlchemy (0.13 s of every run that loads) to print a file path. The text is
-    the one dlt's own rendering gives for a file (``duckdb:///`` and the path).
+    dlt prints a load's credentials (``str()``) for the load's step info, and its own
+    rendering imports SQLAlchemy (0.13-0.17 s of every run that loads) to print a file path.
+    dlt resolves credentials it is given again into its own class unless they arrive
+    resolved, so they are resolved here the way dlt would (every other setting, such as
+    ``DESTINATION__DUCKDB__CREDENTIALS__PRAGMAS``, still comes from dlt's providers) and
+    handed over resolved, in a subclass whose text is dlt's own for a file
+    (``duckdb:///`` and the path).
     """
+    import dlt
     from dlt.common.configuration import configspec
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
@@ -312,7 +310,17 @@ def _duckdb_file_credentials() -> Any:
         def __str__(self) -> str:
             return f"duckdb:///{self.database}"
 
-    return DuckDbFileCredentials
+    # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory bounded
+    # and lets DuckDB spill to disk instead. The path is set, not parsed: parsing tries it
+    # as a connection URL first, which imports SQLAlchemy only to fall back to a file path
+    given = DuckDbCredentials(global_config={"memory_limit": duckdb_memory_limit()})
+    given.database = str(path)
+    factory = dlt.destinations.duckdb(credentials=given)
+    resolved = factory.configuration(factory.spec(), accept_partial=True)
+    credentials = DuckDbFileCredentials()
+    for field, value in resolved.credentials.items():
+        setattr(credentials, field, value)
+    return dlt.destinations.duckdb(credentials=credentials.resolve())
 
 
 def _dlt_duckdb_credentials() -> str | None:

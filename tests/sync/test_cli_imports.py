@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from pipelines.status import _read_with_dlt, render, status_report
@@ -197,28 +198,49 @@ def test_the_command_ends_without_the_teardown_but_with_its_exit_work(
     assert "exit handler ran" in done.stdout and "after run" not in done.stdout
 
 
-def test_the_duckdb_credentials_render_as_dlt_does_without_sqlalchemy(tmp_path: Path) -> None:
+def test_a_load_into_a_duckdb_file_shows_its_credentials_without_sqlalchemy(
+    tmp_path: Path,
+) -> None:
     """dlt prints a load's credentials (``str()``) at every load; its own rendering imports
-    SQLAlchemy for a file path. The warehouse's credentials give the same text without it."""
+    SQLAlchemy for a file path. A real load through the warehouse's pipeline shows the same
+    text as dlt's without it, lands its rows in the file, and still takes dlt's other
+    credential settings from dlt's providers."""
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
-    path = str(tmp_path / "warehouse.duckdb")
+    path = tmp_path / "warehouse.duckdb"
     code = (
         "import json, sys\n"
-        "from pipelines.warehouse import _duckdb_file_credentials\n"
-        "credentials = _duckdb_file_credentials()()\n"
-        f"credentials.database = {path!r}\n"
-        "text = str(credentials.copy())\n"
-        "print(json.dumps([text, 'sqlalchemy' in sys.modules]))\n"
+        "from pathlib import Path\n"
+        "from pipelines.warehouse import Target\n"
+        f"target = Target(duckdb_path=Path({str(path)!r}), "
+        f"pipelines_dir=Path({str(tmp_path / 'pipelines')!r}))\n"
+        "pipeline = target.pipeline()\n"
+        "info = pipeline.run([{'id': 1}, {'id': 2}], table_name='things')\n"
+        "credentials = pipeline.destination_client().config.credentials\n"
+        "print(json.dumps([info.destination_displayable_credentials, credentials.pragmas,\n"
+        "                  credentials.global_config, 'sqlalchemy' in sys.modules]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        timeout=60,
-        env=_environment(None),
+        timeout=120,
+        cwd=tmp_path,
+        env=_environment(
+            {
+                "PYTHONPATH": str(Path.cwd()),
+                "DESTINATION__DUCKDB__CREDENTIALS__PRAGMAS": '["enable_progress_bar"]',
+                "FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT": "300MB",
+            }
+        ),
     )
     assert done.returncode == 0, done.stderr
     dlt_own = DuckDbCredentials()
-    dlt_own.database = path
-    assert json.loads(done.stdout) == [str(dlt_own), False]
+    dlt_own.database = str(path)
+    shown, pragmas, global_config, imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert shown == str(dlt_own)
+    assert pragmas == ["enable_progress_bar"]
+    assert global_config == {"memory_limit": "300MB"}
+    assert imported is False
+    with duckdb.connect(str(path), read_only=True) as db:
+        assert db.sql("select id from feedback.things order by id").fetchall() == [(1,), (2,)]
