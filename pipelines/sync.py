@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import httpx
 from dlt.common.destination.exceptions import DestinationUndefinedEntity
@@ -42,10 +42,11 @@ from pipelines.feedback.errors import ConfigError, LoadFailed, redact_url
 from pipelines.feedback.screening import REJECTED_TABLE
 from pipelines.feedback.settings import RESOURCES, FeedbackSettings, load_settings
 from pipelines.feedback.source import feedback
-from pipelines.models import BuildResult, ModelError
-from pipelines.models import apply as apply_models
 from pipelines.reconcile import is_delta, reconcile, replace_children
 from pipelines.warehouse import Target, newest_state_sql
+
+if TYPE_CHECKING:
+    from pipelines.models import BuildResult
 
 log = logging.getLogger("feedback_sync")
 
@@ -267,7 +268,7 @@ def _run_sync(
         owed = _Journal(pipeline).replay(pipeline, out)
         if owed is not None:
             _add(result.rows_removed, owed)
-        if not _local_state_current(pipeline):
+        if not _local_state_current(pipeline) and not _nothing_to_restore(pipeline, target):
             pipeline.sync_destination()
         existing = warehouse_tables(pipeline, target.duckdb_file())
         if existing:
@@ -357,6 +358,10 @@ def _run_sync(
     if models and target.builds_models:
         print("sync: building the SQL models ...", file=out, flush=True)
         with result.timed("models"):
+            # imported here: a sync told not to build the models never loads them
+            from pipelines.models import ModelError
+            from pipelines.models import apply as apply_models
+
             try:
                 result.models = apply_models(target, reuse=True)
             except ModelError as exc:
@@ -388,6 +393,15 @@ def _local_state_current(pipeline: Pipeline) -> bool:
     except Exception:  # no dataset yet, or tables dlt has not made: dlt decides
         return False
     return bool(rows) and rows[0][0] == local
+
+
+def _nothing_to_restore(pipeline: Pipeline, target: Target) -> bool:
+    """Whether dlt's restore (``sync_destination``) could only find nothing: a pipeline
+    with no local state and no DuckDB file yet. dlt would create the file to look in it
+    (0.05-0.1 s of a first run); with local state it must run (a warehouse file deleted
+    since wipes the state, so the next run starts over)."""
+    path = target.duckdb_file()
+    return path is not None and not path.exists() and not pipeline.has_data
 
 
 def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str]) -> None:

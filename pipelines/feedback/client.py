@@ -39,6 +39,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,10 @@ FIRST_CONTACT_RETRIES = 2
 # bunch them; at 90% a loaded CI machine once saw 21 arrive within a second against a
 # limit of 20, so 80% leaves room for a quarter-second of bunching
 ANNOUNCED_LIMIT_SHARE = 0.8
+# the shared request threads' ceiling, per request allowed in flight: a sync walks up to
+# about three lists at full concurrency at once (comments and links per idea, a list read
+# page by page) plus a few one at a time; threads are made only as they are needed
+THREADS_PER_SLOT = 8
 
 Params = Mapping[str, str | int]
 
@@ -264,6 +269,8 @@ class FeedbackClient:
         self._rng = rng or random.Random()
         self._limiter = RateLimiter(settings.requests_per_second)
         self._slots = Slots(settings.max_concurrency)
+        self._threads: ThreadPoolExecutor | None = None
+        self._threads_lock = threading.Lock()
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         self._key_param: dict[str, str] = {}
         if settings.auth_method == "bearer":
@@ -286,7 +293,27 @@ class FeedbackClient:
             follow_redirects=False,
         )
 
+    def threads(self) -> ThreadPoolExecutor:
+        """The threads requests are sent from (``paging.walk``), shared by every walk of
+        the client and made on first use: a run's walks (one per page of ideas for each
+        per-idea resource) reuse them instead of starting threads of their own. Threads
+        are added only when none is idle; their number is not the bound on requests in
+        flight (``Slots`` is), so it is generous: a request waiting here for a thread
+        would wait behind others instead of in ``Slots``, where urgent ones go first."""
+        with self._threads_lock:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(
+                    max_workers=THREADS_PER_SLOT * self.settings.max_concurrency,
+                    thread_name_prefix="feedback-fetch",
+                )
+            return self._threads
+
     def close(self) -> None:
+        with self._threads_lock:
+            if self._threads is not None:
+                # requests still running (after a failure) finish on their own
+                self._threads.shutdown(wait=False, cancel_futures=True)
+                self._threads = None
         self._http.close()
 
     def __enter__(self) -> FeedbackClient:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,7 +209,7 @@ def walk(
     (lists read page after page) puts the requests ahead of the fan-out's in the client.
     """
     pending = iter(chains)
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="feedback-fetch")
+    pool = client.threads()
     inflight: dict[Future[dict[str, Any]], tuple[Chain, Params]] = {}
 
     def submit(chain: Chain, params: Params) -> None:
@@ -266,5 +266,4 @@ def walk(
             refill()
     finally:
         for future in inflight:
-            future.cancel()
-        pool.shutdown(wait=False, cancel_futures=True)
+            future.cancel()  # requests already sent finish on the client's threads

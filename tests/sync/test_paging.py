@@ -600,6 +600,34 @@ def test_walk_draws_chains_lazily() -> None:
     assert len(drawn) == 10
 
 
+def test_walks_of_one_client_share_its_threads_and_close_ends_them() -> None:
+    """A per-idea resource walks once per page of ideas: the walks reuse the client's
+    request threads instead of each starting its own, and closing the client ends them."""
+    server = FakeServer(delay=0.002)
+    for i in range(12):
+        server.add("comments", CursorList(make_items(f"cmt_{i}", 7)), idea=f"ide_{i}")
+    seen: list[threading.Thread] = []  # kept alive: a new thread is a new object
+    handle = server.handle
+
+    def recording(request: httpx.Request) -> httpx.Response:
+        seen.append(threading.current_thread())
+        return handle(request)
+
+    server.handle = recording  # type: ignore[method-assign]
+    client, _ = make_client(server)
+    with client:
+        for batch in range(4):  # four walks, as for four pages of ideas
+            chains = [comment_chain(f"ide_{i}") for i in range(batch * 3, batch * 3 + 3)]
+            pages = list(walk(client, chains, 3))
+            assert sum(len(page.items) for page in pages) == 3 * 7
+        threads = {id(thread): thread for thread in seen}
+        assert len(seen) == 4 * 3 * 2  # two pages of five per idea
+        assert len(threads) <= 3, "each walk started threads of its own"
+    for thread in threads.values():
+        thread.join(timeout=5)
+        assert not thread.is_alive(), "the client's threads outlived close()"
+
+
 def test_skip_missing_turns_a_404_into_a_missing_page() -> None:
     server = FakeServer()
     server.add("comments", CursorList(make_items("cmt_a", 7)), idea="ide_a")
