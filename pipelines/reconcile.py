@@ -64,15 +64,25 @@ def is_delta(pipeline: Pipeline) -> bool:
     return pipeline.destination.destination_name == "filesystem"
 
 
-def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:
-    """Deletes child rows whose parent came again in ``load_id`` without them; counts."""
+def replace_children(
+    pipeline: Pipeline, load_id: str, had: frozenset[str] | None = None
+) -> dict[str, int]:
+    """Deletes child rows whose parent came again in ``load_id`` without them; counts.
+
+    ``had``: the tables the warehouse had before the load, when known. A table it did not
+    have holds only the load's own rows, so nothing in it is stale and it is not asked.
+    """
     if is_delta(pipeline):
         from pipelines import delta  # it uses this module's warning
 
         return delta.replace_children(pipeline, load_id)
     removed: dict[str, int] = {}
+    if had is not None and not any(table.split("__")[0] in PARENT_KEYS for table in had):
+        return removed  # no table of this load had rows before it: none can be stale
     with pipeline.sql_client() as client:
         existing = set(dataset_tables(client))
+        if had is not None:
+            existing &= had
         with client.begin_transaction():
             for root, key in PARENT_KEYS.items():
                 if root not in existing:
@@ -92,13 +102,25 @@ def replace_children(pipeline: Pipeline, load_id: str) -> dict[str, int]:
 
 
 def reconcile(
-    pipeline: Pipeline, load_id: str, resources: Iterable[str], mode: str
+    pipeline: Pipeline,
+    load_id: str,
+    resources: Iterable[str],
+    mode: str,
+    had: frozenset[str] | None = None,
 ) -> dict[str, int]:
-    """Removes (or marks) rows of ``resources`` not seen in ``load_id``; counts per table."""
+    """Removes (or marks) rows of ``resources`` not seen in ``load_id``; counts per table.
+
+    ``had``: the tables the warehouse had before the load, when known; a resource whose
+    table it did not have holds only the load's rows, none of them gone.
+    """
     if is_delta(pipeline):
         from pipelines import delta
 
         return delta.reconcile(pipeline, load_id, resources, mode)
+    if had is not None:
+        resources = [root for root in resources if root in had]
+        if not resources:
+            return {}
     schema = pipeline.default_schema
     removed: dict[str, int] = {}
     now = datetime.now(UTC)

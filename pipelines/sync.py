@@ -325,7 +325,7 @@ def _run_sync(
             settle(pipeline)  # one row per key in the tables this load appended to
             if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):
                 # a parent row came again: its child rows not in this load are gone
-                _add(result.rows_removed, replace_children(pipeline, load_id))
+                _add(result.rows_removed, replace_children(pipeline, load_id, existing))
             if load_id is not None and result.complete:
                 gone = ", ".join(result.complete)
                 print(
@@ -335,7 +335,7 @@ def _run_sync(
                 )
                 _add(
                     result.rows_removed,
-                    reconcile(pipeline, load_id, result.complete, settings.delete_mode),
+                    reconcile(pipeline, load_id, result.complete, settings.delete_mode, existing),
                 )
             _prune_state_history(pipeline)
 

@@ -182,6 +182,27 @@ def test_resources_option_limits_what_is_read_and_loaded(harness: Harness) -> No
     harness.assert_equals_truth(tables=["topics", "statuses"])
 
 
+def test_a_full_run_that_adds_tables_still_removes_what_is_gone_from_the_others(
+    harness: Harness,
+) -> None:
+    """A full run in which some tables are new (their first load appends, and nothing in
+    them can be stale) and others are not: deletions at the source still leave the tables
+    the warehouse had, with their child rows."""
+    harness.sync(full=True, resources=["followers", "topics"])
+    changes = harness.mutate(seed=21, counts={"followers": {"delete": 2}, "topics": {"delete": 1}})
+    result = harness.sync(full=True)
+    assert result.rows_removed["followers"] == 2
+    assert result.rows_removed["topics"] == 1
+    assert result.rows_removed.get("comments") is None
+    for con in harness.connect():
+        left = con.execute(
+            "select count(*) from feedback.followers__companies where follower_idx in "
+            f"({', '.join(repr(idx) for idx in changes['followers']['deleted'])})"
+        ).fetchone()
+        assert left == (0,)
+    harness.assert_equals_truth()
+
+
 def test_comments_alone_still_reads_ideas_but_does_not_load_them(harness: Harness) -> None:
     result = harness.sync(resources=["comments"])
     assert "ideas" not in result.table_rows
