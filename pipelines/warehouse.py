@@ -288,7 +288,6 @@ def dlt_settings_mention(section: str) -> bool:
     return False
 
 
-@functools.cache
 def _duckdb_file_destination(path: Path) -> Any:
     """dlt's DuckDB destination for the file at ``path``, with credentials that render as
     text without SQLAlchemy.
@@ -299,16 +298,11 @@ def _duckdb_file_destination(path: Path) -> Any:
     resolved, so they are resolved here the way dlt would (every other setting, such as
     ``DESTINATION__DUCKDB__CREDENTIALS__PRAGMAS``, still comes from dlt's providers) and
     handed over resolved, in a subclass whose text is dlt's own for a file
-    (``duckdb:///`` and the path).
+    (``duckdb:///`` and the path). Resolved anew for each pipeline: settings read at one
+    run's start apply to that run.
     """
     import dlt
-    from dlt.common.configuration import configspec
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
-
-    @configspec(init=False)
-    class DuckDbFileCredentials(DuckDbCredentials):
-        def __str__(self) -> str:
-            return f"duckdb:///{self.database}"
 
     # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory bounded
     # and lets DuckDB spill to disk instead. The path is set, not parsed: parsing tries it
@@ -317,10 +311,26 @@ def _duckdb_file_destination(path: Path) -> Any:
     given.database = str(path)
     factory = dlt.destinations.duckdb(credentials=given)
     resolved = factory.configuration(factory.spec(), accept_partial=True)
-    credentials = DuckDbFileCredentials()
+    credentials = _duckdb_file_credentials()()
     for field, value in resolved.credentials.items():
         setattr(credentials, field, value)
     return dlt.destinations.duckdb(credentials=credentials.resolve())
+
+
+@functools.cache
+def _duckdb_file_credentials() -> Any:
+    """dlt's DuckDB credentials class, whose text for a file is dlt's own without
+    SQLAlchemy (``duckdb:///`` and the path); made once, on first use (dlt is imported
+    late)."""
+    from dlt.common.configuration import configspec
+    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
+    @configspec(init=False)
+    class DuckDbFileCredentials(DuckDbCredentials):
+        def __str__(self) -> str:
+            return f"duckdb:///{self.database}"
+
+    return DuckDbFileCredentials
 
 
 def _dlt_duckdb_credentials() -> str | None:

@@ -244,3 +244,19 @@ def test_a_load_into_a_duckdb_file_shows_its_credentials_without_sqlalchemy(
     assert imported is False
     with duckdb.connect(str(path), read_only=True) as db:
         assert db.sql("select id from feedback.things order by id").fetchall() == [(1,), (2,)]
+
+
+def test_each_pipeline_takes_the_duckdb_settings_of_its_own_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs in one process (a Prefect worker, a test session) each read the DuckDB
+    settings as they are when they start: the credentials handed to dlt are made anew."""
+    from pipelines.warehouse import Target
+
+    limits = []
+    for limit in ("300MB", "400MB"):
+        monkeypatch.setenv("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", limit)
+        target = Target(duckdb_path=tmp_path / "w.duckdb", pipelines_dir=tmp_path / "p")
+        credentials = target.pipeline().destination_client().config.credentials  # type: ignore[attr-defined]
+        limits.append(credentials.global_config["memory_limit"])
+    assert limits == ["300MB", "400MB"]
