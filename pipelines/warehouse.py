@@ -186,7 +186,7 @@ class Target:
             # absolute: dlt resolves a relative path against the folder the pipeline was
             # first run from (kept in its local state), so a working folder run from
             # elsewhere, or copied, would load into the first folder's file
-            destination = _duckdb_file_destination(path.absolute())
+            destination = _duckdb_file_destination(path.absolute(), self.pipeline_name)
         else:
             destination = self.destination
         # the source yields Arrow tables; reconcile and replace_children need every row's
@@ -288,7 +288,7 @@ def dlt_settings_mention(section: str) -> bool:
     return False
 
 
-def _duckdb_file_destination(path: Path) -> Any:
+def _duckdb_file_destination(path: Path, pipeline_name: str) -> Any:
     """dlt's DuckDB destination for the file at ``path``, with credentials that render as
     text without SQLAlchemy.
 
@@ -298,10 +298,13 @@ def _duckdb_file_destination(path: Path) -> Any:
     resolved, so they are resolved here the way dlt would (every other setting, such as
     ``DESTINATION__DUCKDB__CREDENTIALS__PRAGMAS``, still comes from dlt's providers) and
     handed over resolved, in a subclass whose text is dlt's own for a file
-    (``duckdb:///`` and the path). Resolved anew for each pipeline: settings read at one
-    run's start apply to that run.
+    (``duckdb:///`` and the path). Resolved anew for each pipeline, in its name's config
+    section as dlt's load would (``FEEDBACK_SYNC__DESTINATION__DUCKDB__CREDENTIALS__...``
+    applies to ``pipeline_name`` only): settings read at one run's start apply to that run.
     """
     import dlt
+    from dlt.common.configuration.resolve import inject_section
+    from dlt.common.configuration.specs import ConfigSectionContext
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
     # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory bounded
@@ -310,7 +313,8 @@ def _duckdb_file_destination(path: Path) -> Any:
     given = DuckDbCredentials(global_config={"memory_limit": duckdb_memory_limit()})
     given.database = str(path)
     factory = dlt.destinations.duckdb(credentials=given)
-    resolved = factory.configuration(factory.spec(), accept_partial=True)
+    with inject_section(ConfigSectionContext(pipeline_name=pipeline_name, sections=())):
+        resolved = factory.configuration(factory.spec(), accept_partial=True)
     credentials = _duckdb_file_credentials()()
     for field, value in resolved.credentials.items():
         setattr(credentials, field, value)

@@ -250,13 +250,19 @@ def test_each_pipeline_takes_the_duckdb_settings_of_its_own_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Runs in one process (a Prefect worker, a test session) each read the DuckDB
-    settings as they are when they start: the credentials handed to dlt are made anew."""
+    settings as they are when they start, dlt's pipeline-scoped ones included: the
+    credentials handed to dlt are made anew, in the pipeline's config section."""
     from pipelines.warehouse import Target
 
-    limits = []
-    for limit in ("300MB", "400MB"):
+    seen = []
+    for limit, pragma in (("300MB", "enable_progress_bar"), ("400MB", "enable_profiling")):
         monkeypatch.setenv("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", limit)
+        # scoped to the pipeline's name, as dlt's own settings may be
+        monkeypatch.setenv(
+            "FEEDBACK_SYNC__DESTINATION__DUCKDB__CREDENTIALS__PRAGMAS", f'["{pragma}"]'
+        )
         target = Target(duckdb_path=tmp_path / "w.duckdb", pipelines_dir=tmp_path / "p")
+        assert target.pipeline_name == "feedback_sync"
         credentials = target.pipeline().destination_client().config.credentials  # type: ignore[attr-defined]
-        limits.append(credentials.global_config["memory_limit"])
-    assert limits == ["300MB", "400MB"]
+        seen.append((credentials.global_config["memory_limit"], credentials.pragmas))
+    assert seen == [("300MB", ["enable_progress_bar"]), ("400MB", ["enable_profiling"])]
