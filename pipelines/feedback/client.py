@@ -269,7 +269,7 @@ class FeedbackClient:
         self._rng = rng or random.Random()
         self._limiter = RateLimiter(settings.requests_per_second)
         self._slots = Slots(settings.max_concurrency)
-        self._threads: ThreadPoolExecutor | None = None
+        self._threads: dict[bool, ThreadPoolExecutor] = {}  # urgent or not -> its threads
         self._threads_lock = threading.Lock()
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         self._key_param: dict[str, str] = {}
@@ -293,27 +293,29 @@ class FeedbackClient:
             follow_redirects=False,
         )
 
-    def threads(self) -> ThreadPoolExecutor:
+    def threads(self, urgent: bool = False) -> ThreadPoolExecutor:
         """The threads requests are sent from (``paging.walk``), shared by every walk of
         the client and made on first use: a run's walks (one per page of ideas for each
         per-idea resource) reuse them instead of starting threads of their own. Threads
         are added only when none is idle; their number is not the bound on requests in
-        flight (``Slots`` is), so it is generous: a request waiting here for a thread
-        would wait behind others instead of in ``Slots``, where urgent ones go first."""
+        flight (``Slots`` is). Urgent requests have threads of their own: in one shared
+        queue they would wait behind the fan-out's before reaching ``Slots``, where they
+        go first."""
         with self._threads_lock:
-            if self._threads is None:
-                self._threads = ThreadPoolExecutor(
+            pool = self._threads.get(urgent)
+            if pool is None:
+                pool = self._threads[urgent] = ThreadPoolExecutor(
                     max_workers=THREADS_PER_SLOT * self.settings.max_concurrency,
-                    thread_name_prefix="feedback-fetch",
+                    thread_name_prefix="feedback-list" if urgent else "feedback-fetch",
                 )
-            return self._threads
+            return pool
 
     def close(self) -> None:
         with self._threads_lock:
-            if self._threads is not None:
+            for pool in self._threads.values():
                 # requests still running (after a failure) finish on their own
-                self._threads.shutdown(wait=False, cancel_futures=True)
-                self._threads = None
+                pool.shutdown(wait=False, cancel_futures=True)
+            self._threads.clear()
         self._http.close()
 
     def __enter__(self) -> FeedbackClient:

@@ -209,7 +209,7 @@ def walk(
     (lists read page after page) puts the requests ahead of the fan-out's in the client.
     """
     pending = iter(chains)
-    pool = client.threads()
+    pool = client.threads(urgent)
     inflight: dict[Future[dict[str, Any]], tuple[Chain, Params]] = {}
 
     def submit(chain: Chain, params: Params) -> None:

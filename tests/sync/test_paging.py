@@ -628,6 +628,35 @@ def test_walks_of_one_client_share_its_threads_and_close_ends_them() -> None:
         assert not thread.is_alive(), "the client's threads outlived close()"
 
 
+def test_an_urgent_walk_is_not_queued_behind_the_fan_outs_requests() -> None:
+    """More fan-out requests waiting than the client has threads for them: a list read
+    page by page (urgent) still goes next, not after the queued fan-out."""
+    from pipelines.feedback.client import THREADS_PER_SLOT
+
+    server = FakeServer(delay=0.05)  # slow enough that a busy machine starts a thread
+    waiting = THREADS_PER_SLOT + 12  # one slot (max_concurrency=1): 12 more than threads
+    for i in range(waiting):
+        server.add("comments", CursorList(make_items(f"cmt_{i}", 3)), idea=f"ide_{i}")
+    server.add("ideas", CursorList(make_items("ide_x", 3)))
+    client, _ = make_client(server, max_concurrency=1)
+    with client:
+        fan_out = [
+            client.threads().submit(
+                client.get_json, "comments", {"idea_idx": f"ide_{i}", "limit": 5}, resource="c"
+            )
+            for i in range(waiting)
+        ]
+        page = next(walk(client, [cursor_chain(size=5)], 1, urgent=True))
+        assert idxs(page.items) == ["ide_x_001", "ide_x_002", "ide_x_003"]
+        order = [path for path, _ in server.requests]
+        # the fan-out requests sent before the urgent one could take the slot: the one in
+        # flight, and those that reached the slot's queue before the urgent one existed
+        assert order.index("ideas") <= 2, order
+        for future in fan_out:
+            future.result()
+    assert len(server.requests) == waiting + 1
+
+
 def test_skip_missing_turns_a_404_into_a_missing_page() -> None:
     server = FakeServer()
     server.add("comments", CursorList(make_items("cmt_a", 7)), idea="ide_a")
