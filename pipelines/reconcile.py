@@ -69,26 +69,26 @@ def replace_children(
 ) -> dict[str, int]:
     """Deletes child rows whose parent came again in ``load_id`` without them; counts.
 
-    ``had``: the tables the warehouse had before the load, when known. A table it did not
-    have holds only the load's own rows, so nothing in it is stale and it is not asked.
+    ``had``: the tables the warehouse had before the load, when known. A child table it did
+    not have holds only the load's own rows, so nothing in it is stale and it is not asked.
     """
     if is_delta(pipeline):
         from pipelines import delta  # it uses this module's warning
 
         return delta.replace_children(pipeline, load_id)
     removed: dict[str, int] = {}
-    if had is not None and not any(table.split("__")[0] in PARENT_KEYS for table in had):
-        return removed  # no table of this load had rows before it: none can be stale
+    if had is not None and not any(_is_child(table) for table in had):
+        return removed  # no child table had rows before this load: none can be stale
     with pipeline.sql_client() as client:
         existing = set(dataset_tables(client))
-        if had is not None:
-            existing &= had
         with client.begin_transaction():
             for root, key in PARENT_KEYS.items():
                 if root not in existing:
                     continue
                 qroot = client.make_qualified_table_name(root)
                 for child in _children(pipeline, existing, root):
+                    if had is not None and child not in had:
+                        continue  # made by this load: only its rows
                     qchild = client.make_qualified_table_name(child)
                     stale = (
                         f"from {qchild} where _dlt_load_id <> %s and {key} in "
@@ -99,6 +99,11 @@ def replace_children(
                         client.execute_sql(f"delete {stale}", load_id, load_id)
                         removed[child] = count
     return removed
+
+
+def _is_child(table: str) -> bool:
+    root, _, rest = table.partition("__")
+    return bool(rest) and root in PARENT_KEYS
 
 
 def reconcile(

@@ -96,3 +96,32 @@ def test_a_new_list_field_becomes_a_child_table(harness: Harness) -> None:
     assert rows == [(0, "a", None, statuses), (1, None, '["b",1]', statuses)]
     assert owner == [("Ana", '["x"]')]
     assert keys == (2 * statuses,)
+
+
+def test_a_parent_table_dropped_by_hand_still_has_its_old_child_rows_replaced(
+    harness: Harness,
+) -> None:
+    """Someone drops ``followers`` and keeps ``followers__companies``: the next run makes
+    the parent table anew (its first load appends), and the child rows of a follower that
+    came back without companies are still removed, since the child table had them."""
+    import duckdb
+
+    harness.sync()
+    truth = harness.dump()
+    emptied = next(f for f in truth["followers"] if len(f.get("companies") or []) >= 2)["idx"]
+    path = harness.target().duckdb_path
+    assert path is not None
+    with duckdb.connect(str(path)) as con:
+        con.execute("drop table feedback.followers")
+
+    def drop(request: httpx.Request, body: dict[str, Any]) -> dict[str, Any]:
+        if request.url.path == "/v1/followers":
+            for row in body["data"]:
+                if row["idx"] == emptied:
+                    row["companies"] = []
+        return body
+
+    result = harness.sync(full=True, transport=Intercept(rewrite=drop))
+    assert _children(harness, "followers__companies", "follower_idx", emptied, "duckdb") == 0
+    assert result.rows_removed["followers__companies"] >= 2
+    assert harness.table_rows("followers")
