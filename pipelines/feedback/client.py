@@ -73,9 +73,11 @@ FIRST_CONTACT_RETRIES = 2
 # bunch them; at 90% a loaded CI machine once saw 21 arrive within a second against a
 # limit of 20, so 80% leaves room for a quarter-second of bunching
 ANNOUNCED_LIMIT_SHARE = 0.8
-# the shared request threads' ceiling, per request allowed in flight: a sync walks up to
-# about three lists at full concurrency at once (comments and links per idea, a list read
-# page by page) plus a few one at a time; threads are made only as they are needed
+# each pool of shared request threads (fan-out, urgent lists) has at most this many per
+# request allowed in flight. dlt runs a per-idea resource for a few pages of ideas at once,
+# each walk keeping max_concurrency requests waiting: a full sync at `small` and `medium`
+# used 32 and 40 fan-out threads at the default 8, under this ceiling of 64; threads are
+# made only as they are needed, and one over the ceiling waits its turn, never fails
 THREADS_PER_SLOT = 8
 
 Params = Mapping[str, str | int]
