@@ -198,6 +198,68 @@ def test_the_command_ends_without_the_teardown_but_with_its_exit_work(
     assert "exit handler ran" in done.stdout and "after run" not in done.stdout
 
 
+COLLECTOR_PROBE = """
+import atexit, gc, json, sys
+collections = {{"before": 0, "during": 0, "after": 0}}
+
+def note(phase, info):
+    if phase != "start":
+        return
+    sync = sys.modules.get("pipelines.sync")
+    if sync is not None and hasattr(sync, "run_sync"):
+        collections["after"] += 1
+    elif "dlt" in sys.modules:
+        collections["during"] += 1  # while the command's heavy imports ran
+    else:
+        collections["before"] += 1
+
+gc.callbacks.append(note)
+atexit.register(lambda: print(json.dumps({{
+    "collections": collections, "frozen": gc.get_freeze_count(),
+    "threshold": gc.get_threshold(), "enabled": gc.isenabled()}})))
+sys.argv = ["feedback-sync", "sync"]
+from pipelines import cli
+sys.exit(cli.{entry}())  # run() ends the process itself
+"""
+
+
+@pytest.mark.parametrize("entry", ["run", "main"])
+def test_the_console_script_imports_without_the_collector_and_freezes_what_they_made(
+    tmp_path: Path, entry: str
+) -> None:
+    """``feedback-sync`` (``cli.run``) runs a command's heavy imports with the garbage
+    collector off, freezes the objects they made (never scanned again) and collects after
+    ``GC_GENERATION0_THRESHOLD`` new objects; ``main``, which tests call in their own
+    process, leaves the collector as it found it. The command here stops on a missing
+    setting, after its imports."""
+    from pipelines.cli import GC_GENERATION0_THRESHOLD
+
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTOR_PROBE.format(entry=entry)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={
+            k: v
+            for k, v in _environment(None).items()
+            if not k.startswith(("SOURCES__", "FEEDBACK_SYNC"))
+        },
+    )
+    assert done.returncode == 2, done.stderr
+    assert "base_url" in done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["enabled"] is True
+    if entry == "run":
+        assert seen["collections"]["during"] == 0
+        assert seen["frozen"] > 10_000  # dlt's, Arrow's, DuckDB's and httpx's objects
+        assert seen["threshold"][0] == GC_GENERATION0_THRESHOLD
+    else:
+        assert seen["collections"]["during"] > 0
+        assert seen["frozen"] == 0
+        assert seen["threshold"][0] == 700  # Python's default
+
+
 def test_a_load_into_a_duckdb_file_shows_its_credentials_without_sqlalchemy(
     tmp_path: Path,
 ) -> None:
