@@ -25,17 +25,26 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-# The console script's policy for Python's cyclic garbage collector (``run`` turns it on;
-# ``main``, which tests call in their own process, leaves the collector alone). A command's
-# imports (dlt, Arrow, DuckDB, httpx: about 85,000 objects that live as long as the process)
-# ran some 200 collections, and each full collection of the run after them walked them all
-# again: 0.19-0.21 s of a 2.3 s `small` full sync, all of it holding the GIL the request
-# threads wait for. So the imports run with the collector off, what they made is frozen
-# (``gc.freeze``: never scanned again), and the run collects after this many new objects
-# instead of 700: a sync's rows are plain dicts freed by reference counting, so the
-# collector there only finds the odd cycle; 0.04 s of collections left in the same run.
-_TUNE_GC = False
+# The console script's process-wide policies, applied around a command's heavy imports
+# (``_heavy_imports``; ``run`` turns them on, ``main``, which tests call in their own
+# process, leaves the process as it found it):
+# - Python's cyclic garbage collector. A command's imports (dlt, Arrow, DuckDB, httpx: about
+#   85,000 objects that live as long as the process) ran some 200 collections, and each
+#   full collection of the run after them walked them all again: 0.19-0.21 s of a 2.3 s
+#   `small` full sync, all of it holding the GIL the request threads wait for. So the
+#   imports run with the collector off, what they made is frozen (``gc.freeze``: never
+#   scanned again), and the run collects after this many new objects instead of 700: a
+#   sync's rows are plain dicts freed by reference counting, so the collector there only
+#   finds the odd cycle; 0.04 s of collections left in the same run.
+# - Arrow's memory pool: the system allocator unless the user chose one
+#   (``ARROW_DEFAULT_MEMORY_POOL``). pyarrow's default, mimalloc, maps its memory in 2 MB
+#   huge pages the kernel zeroes as each is first touched: 4% of a `small` full sync's CPU
+#   (perf), and more peak memory (`small` 317 -> 248 MB, `medium` 589 -> 486 MB) for no
+#   speed at `medium` (25.8 s either way); `small`'s answers replayed without a network,
+#   1.58 -> 1.44 s (medians of 8).
+_TUNE_PROCESS = False
 GC_GENERATION0_THRESHOLD = 10_000
+ARROW_POOL = "system"
 
 
 class UsageError(Exception):
@@ -44,10 +53,12 @@ class UsageError(Exception):
 
 @contextlib.contextmanager
 def _heavy_imports() -> Iterator[None]:
-    """A command's heavy imports, under the console script's collector policy (above)."""
-    if not _TUNE_GC:
+    """A command's heavy imports, under the console script's process policies (above)."""
+    if not _TUNE_PROCESS:
         yield
         return
+    # read by pyarrow when its default pool is first asked for
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)
     gc.disable()
     try:
         yield
@@ -544,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The ``feedback-sync`` command: ``main`` under the collector policy above
+    """The ``feedback-sync`` command: ``main`` under the process policies above
     (``_heavy_imports``), then a quick exit.
 
     Once a command is done, the interpreter's own teardown would spend 0.3 s (a fifth of a
@@ -555,8 +566,8 @@ def run() -> None:
     normal exit waits for it instead. Tests call ``main``, which returns, and so does
     ``python -m pipelines.cli`` (for profilers and coverage tools that write after it).
     """
-    global _TUNE_GC
-    _TUNE_GC = True
+    global _TUNE_PROCESS
+    _TUNE_PROCESS = True
     code = main()
     import atexit
     import threading

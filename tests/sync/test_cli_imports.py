@@ -214,25 +214,41 @@ def note(phase, info):
         collections["before"] += 1
 
 gc.callbacks.append(note)
-atexit.register(lambda: print(json.dumps({{
-    "collections": collections, "frozen": gc.get_freeze_count(),
-    "threshold": gc.get_threshold(), "enabled": gc.isenabled()}})))
+def report():
+    import pyarrow
+    print(json.dumps({{
+        "collections": collections, "frozen": gc.get_freeze_count(),
+        "threshold": gc.get_threshold(), "enabled": gc.isenabled(),
+        "arrow_pool": pyarrow.default_memory_pool().backend_name}}))
+
+atexit.register(report)
 sys.argv = ["feedback-sync", "sync"]
 from pipelines import cli
 sys.exit(cli.{entry}())  # run() ends the process itself
 """
 
 
-@pytest.mark.parametrize("entry", ["run", "main"])
-def test_the_console_script_imports_without_the_collector_and_freezes_what_they_made(
-    tmp_path: Path, entry: str
+@pytest.mark.parametrize(
+    ("entry", "chosen_pool"), [("run", None), ("run", "jemalloc"), ("main", None)]
+)
+def test_the_console_script_imports_without_the_collector_and_with_the_system_allocator(
+    tmp_path: Path, entry: str, chosen_pool: str | None
 ) -> None:
     """``feedback-sync`` (``cli.run``) runs a command's heavy imports with the garbage
-    collector off, freezes the objects they made (never scanned again) and collects after
-    ``GC_GENERATION0_THRESHOLD`` new objects; ``main``, which tests call in their own
-    process, leaves the collector as it found it. The command here stops on a missing
-    setting, after its imports."""
-    from pipelines.cli import GC_GENERATION0_THRESHOLD
+    collector off, freezes the objects they made (never scanned again), collects after
+    ``GC_GENERATION0_THRESHOLD`` new objects, and gives Arrow the system allocator unless
+    the user chose one; ``main``, which tests call in their own process, leaves the
+    process as it found it. The command here stops on a missing setting, after its
+    imports."""
+    from pipelines.cli import ARROW_POOL, GC_GENERATION0_THRESHOLD
+
+    env = {
+        k: v
+        for k, v in _environment(None).items()
+        if not k.startswith(("SOURCES__", "FEEDBACK_SYNC", "ARROW_DEFAULT_MEMORY_POOL"))
+    }
+    if chosen_pool:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = chosen_pool
 
     done = subprocess.run(
         [sys.executable, "-c", COLLECTOR_PROBE.format(entry=entry)],
@@ -240,11 +256,7 @@ def test_the_console_script_imports_without_the_collector_and_freezes_what_they_
         text=True,
         timeout=120,
         cwd=tmp_path,
-        env={
-            k: v
-            for k, v in _environment(None).items()
-            if not k.startswith(("SOURCES__", "FEEDBACK_SYNC"))
-        },
+        env=env,
     )
     assert done.returncode == 2, done.stderr
     assert "base_url" in done.stderr
@@ -254,10 +266,22 @@ def test_the_console_script_imports_without_the_collector_and_freezes_what_they_
         assert seen["collections"]["during"] == 0
         assert seen["frozen"] > 10_000  # dlt's, Arrow's, DuckDB's and httpx's objects
         assert seen["threshold"][0] == GC_GENERATION0_THRESHOLD
+        assert seen["arrow_pool"] == (chosen_pool or ARROW_POOL)
     else:
         assert seen["collections"]["during"] > 0
         assert seen["frozen"] == 0
         assert seen["threshold"][0] == 700  # Python's default
+        pyarrows_own = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import pyarrow; print(pyarrow.default_memory_pool().backend_name)",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+        ).stdout.strip()
+        assert seen["arrow_pool"] == pyarrows_own
 
 
 def test_a_load_into_a_duckdb_file_shows_its_credentials_without_sqlalchemy(
