@@ -1,14 +1,16 @@
 """The sync against the raw API limit and against dlt's generic ``rest_api`` source.
 
-For each data scale (``medium`` = 1x and ``large`` = 4x by default) a sandbox runs in its own
-process on loopback, and these run one after another, each as its own measured process:
+For each data scale (``small``, ``medium`` = 1x and ``large`` = 4x by default) a sandbox runs
+in its own process on loopback, and these run one after another, each as its own measured
+process:
 
 1. **full sync -> DuckDB** (``feedback-sync sync`` into an empty warehouse);
 2. **raw fetch**: a minimal httpx client replays every request that full sync made (from
    the sandbox's request log) with the same bound on requests in flight, and discards the
    bodies: the floor;
 3. **full sync -> Parquet**;
-4. **peer**: dlt's ``rest_api`` source, configured declaratively, into DuckDB;
+4. **peer**: dlt's ``rest_api`` source, configured declaratively, into DuckDB, with dlt's
+   defaults and (``peer_pq``) with its Parquet loader;
 5. **SQL models**: ``feedback-sync models`` on that warehouse (the syncs run with
    ``--no-models``, so the sync and the models are measured apart);
 6. **normal sync -> DuckDB** with nothing changed (the first after the full one, which
@@ -17,15 +19,20 @@ process on loopback, and these run one after another, each as its own measured p
    the same change is synced once more from a copy of the warehouse taken before it, with
    DuckDB's memory capped at 64MB (a diagnostic: how much of the peak is DuckDB's).
 
-Then the same again with ``--latency-ms`` (20) added to every request, at the smallest
-scale (``--latency-scales``). Each run reports wall time, CPU time (its own, and the sandbox's
+Runs 1-4 are the compared ones: at a scale named in ``--repeats`` (``small=5`` by default)
+they run as that many trials, one of each in turn, and each row is the median trial, with
+every trial's time beside it.
+
+Then the same again with ``--latency-ms`` (20) added to every request, at every scale
+(``--latency-scales``). Each run reports wall time, CPU time (its own, and the sandbox's
 during it: both share the machine's cores), peak RSS, rows landed,
 requests (the sandbox's count) and rows per second, and the targets are computed as ratios
 of runs from this one invocation. Writes ``bench/RESULTS.md`` (the part between the markers;
 the analysis written around it stays).
 
     ./run bench sync [--scales medium,large] [--latency-ms 20] [--latency-scales medium]
-                     [--peer-scales medium|none] [--profile] [--output bench/RESULTS.md]
+                     [--peer-scales medium|none] [--repeats small=5|none] [--profile]
+                     [--output bench/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -55,6 +62,9 @@ BEGIN = "<!-- bench:begin (written by ./run bench sync; edits inside are overwri
 END = "<!-- bench:end -->"
 CONCURRENCY = 8  # the sync's default max_concurrency; the raw fetch uses the same
 CHANGE = 0.01
+# trials of the compared runs per scale (``--repeats``): at ``small`` a run takes seconds,
+# and this machine's speed drifts 10-15% from one run to the next
+REPEATS = {"small": 5}
 
 # the runs of one pass, by name
 FULL_DUCKDB = "full sync -> DuckDB"
@@ -109,8 +119,10 @@ class Bench:
         peer_scales: list[str],
         peer_pq_scales: list[str],
         progress: Callable[[str], None],
+        repeats: dict[str, int] | None = None,
     ) -> None:
         self.workdir = workdir
+        self.repeats = repeats or {}
         self.peer_scales = peer_scales
         self.peer_pq_scales = peer_pq_scales
         self.say = progress
@@ -149,16 +161,15 @@ class Bench:
         cwd: Path,
         *args: str,
         env: dict[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
-        """A measured sync; the requests it made."""
+    ) -> tuple[Run, list[dict[str, Any]]]:
+        """A measured sync (not yet recorded); the requests it made."""
         run, stdout, requests = self._measured(
             sandbox, latency, name, SYNC_ARGV + list(args), cwd, **sandbox.sync_env(), **(env or {})
         )
         run.rows = rows_loaded(stdout)
         steps = SUMMARY_STEPS.search(stdout)
         run.steps = steps.group(1) if steps else None
-        self._done(run)
-        return requests
+        return run, requests
 
     def _done(self, run: Run) -> None:
         self.runs.append(run)
@@ -168,22 +179,17 @@ class Bench:
             f"{_fmt(run.peak_rss_mb, 0)} MB peak, {rows}{run.requests:,} requests"
         )
 
-    def one_pass(self, sandbox: Sandbox, latency: float, parquet: bool) -> None:
-        here = self.workdir / f"{sandbox.scale}-{latency:g}ms"
-        shutil.rmtree(here, ignore_errors=True)
-        (here / "duckdb").mkdir(parents=True)
-        sandbox.set_latency(latency)
-
-        entries = self._sync(sandbox, latency, FULL_DUCKDB, here / "duckdb")
-        if latency == 0:
-            argv = [sys.executable, "-m", "pipelines.cli", "models"]
-            run, _, _ = self._measured(sandbox, latency, MODELS, argv, here / "duckdb")
-            self._done(run)
+    def _trial(
+        self, sandbox: Sandbox, latency: float, here: Path, folder: Path, parquet: bool
+    ) -> list[Run]:
+        """One of each compared run: the full syncs, the raw fetch, the peers."""
+        runs = []
+        run, entries = self._sync(sandbox, latency, FULL_DUCKDB, folder)
+        runs.append(run)
         urls = here / "urls.txt"
         urls.write_text(
             "\n".join(e["path"] + ("?" + e["query"] if e["query"] else "") for e in entries) + "\n"
         )
-
         run, _, _ = self._measured(
             sandbox,
             latency,
@@ -203,11 +209,11 @@ class Bench:
             ],
             here,
         )
-        self._done(run)
+        runs.append(run)
 
         if parquet:
             (here / "parquet").mkdir()
-            self._sync(
+            run, _ = self._sync(
                 sandbox,
                 latency,
                 FULL_PARQUET,
@@ -215,6 +221,8 @@ class Bench:
                 "--destination",
                 "parquet",
             )
+            runs.append(run)
+            shutil.rmtree(here / "parquet")
 
         for name, scales, fmt in (
             (PEER, self.peer_scales, None),
@@ -222,8 +230,8 @@ class Bench:
         ):
             if sandbox.scale not in scales:
                 continue
-            folder = here / ("peer" if fmt is None else f"peer-{fmt}")
-            folder.mkdir()
+            peer_folder = here / ("peer" if fmt is None else f"peer-{fmt}")
+            peer_folder.mkdir()
             argv = [
                 sys.executable,
                 "-m",
@@ -239,20 +247,61 @@ class Bench:
             ]
             if fmt is not None:
                 argv += ["--loader-file-format", fmt]
-            run, stdout, _ = self._measured(sandbox, latency, name, argv, folder)
+            run, stdout, _ = self._measured(sandbox, latency, name, argv, peer_folder)
             run.rows = int(json.loads(stdout.strip().splitlines()[-1])["rows"])
-            self._done(run)
-            shutil.rmtree(folder, ignore_errors=True)  # large peers' files are big
+            runs.append(run)
+            shutil.rmtree(peer_folder, ignore_errors=True)  # large peers' files are big
+        return runs
 
-        self._sync(sandbox, latency, FIRST_NORMAL, here / "duckdb")
+    def one_pass(self, sandbox: Sandbox, latency: float, parquet: bool) -> None:
+        here = self.workdir / f"{sandbox.scale}-{latency:g}ms"
+        shutil.rmtree(here, ignore_errors=True)
+        here.mkdir(parents=True)
+        sandbox.set_latency(latency)
+
+        # the compared runs, one after another and again (``--repeats``): each row is the
+        # median of its trials; the last trial's warehouse is the one the later runs use
+        trials = self.repeats.get(sandbox.scale, 1)
+        by_name: dict[str, list[Run]] = {}
+        for trial in range(trials):
+            folder = here / "duckdb"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            if trials > 1:
+                self.say(f"  trial {trial + 1} of {trials}:")
+            for run in self._trial(sandbox, latency, here, folder, parquet):
+                by_name.setdefault(run.name, []).append(run)
+        for runs in by_name.values():
+            self._done(median_run(runs))
+
+        if latency == 0:
+            argv = [sys.executable, "-m", "pipelines.cli", "models"]
+            run, _, _ = self._measured(sandbox, latency, MODELS, argv, here / "duckdb")
+            self._done(run)
+
+        self._done(self._sync(sandbox, latency, FIRST_NORMAL, here / "duckdb")[0])
         if latency == 0:
             shutil.copytree(here / "duckdb", here / "duckdb-before-change")
         changed = sandbox.mutate(CHANGE)
         self.say(f"    changed {CHANGE:.0%} at the sandbox: {_changes(changed)}")
-        self._sync(sandbox, latency, NORMAL, here / "duckdb")
+        self._done(self._sync(sandbox, latency, NORMAL, here / "duckdb")[0])
         if latency == 0:
             cap = {"FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT": CAPPED_LIMIT}
-            self._sync(sandbox, latency, NORMAL_CAPPED, here / "duckdb-before-change", env=cap)
+            capped = self._sync(
+                sandbox, latency, NORMAL_CAPPED, here / "duckdb-before-change", env=cap
+            )
+            self._done(capped[0])
+
+
+def median_run(runs: list[Run]) -> Run:
+    """The trial with the median wall time (the lower of the middle two for an even number),
+    carrying every trial's wall time; a single run as it is."""
+    if len(runs) == 1:
+        return runs[0]
+    ordered = sorted(runs, key=lambda r: r.wall_s)
+    middle = replace(ordered[(len(ordered) - 1) // 2])
+    middle.repeats = [r.wall_s for r in runs]
+    return middle
 
 
 def _changes(changed: dict[str, dict[str, list[str]]]) -> str:
@@ -316,7 +365,8 @@ def _ratio(
         shown = f"{a.peak_rss_mb:,.0f} MB / {b.peak_rss_mb:,.0f} MB"
     else:
         ratio = a.wall_s / b.wall_s
-        shown = f"{a.wall_s:.1f} s / {b.wall_s:.1f} s"
+        digits = 2 if a.repeats or b.repeats else 1  # medians are shown as their rows show them
+        shown = f"{a.wall_s:.{digits}f} s / {b.wall_s:.{digits}f} s"
     if at_most:
         met, sign = (ratio < limit, "<") if strict else (ratio <= limit, "<=")
     else:
@@ -385,7 +435,9 @@ def render(
     seeds: dict[str, float],
     argv: list[str],
     profiled: str | None,
+    repeats: dict[str, int] | None = None,
 ) -> str:
+    trials = ", ".join(f"{n} at `{scale}`" for scale, n in (repeats or {}).items() if n > 1)
     lines = [
         BEGIN,
         "",
@@ -401,6 +453,14 @@ def render(
         "with dlt's Parquet loader",
         "- every command is the console script `feedback-sync`, as users run it; the syncs "
         "of the scale passes run with `--no-models` (the models are their own row)",
+        *(
+            [
+                f"- trials of the compared runs (full syncs, raw fetch, peers): {trials}, one of "
+                "each in turn; each row is the median trial (its steps are that trial's)"
+            ]
+            if trials
+            else []
+        ),
         "",
         "| scale | data | sandbox seeding |",
         "|---|---|---|",
@@ -419,12 +479,13 @@ def render(
         wall = f"{run.wall_s:.2f}" if run.repeats else f"{run.wall_s:.1f}"
         steps = run.steps or "-"
         if run.repeats:
-            steps = f"median of {len(run.repeats)}: " + ", ".join(f"{t:.2f}" for t in run.repeats)
+            every = f"median of {len(run.repeats)}: " + ", ".join(f"{t:.2f}" for t in run.repeats)
+            steps = every if run.steps is None else f"{every}; this one: {run.steps}"
         lines.append(
             f"| {run.scale} | {run.latency_ms:g} ms | {run.name} | {wall} "
             f"| {_fmt(run.cpu_s)} | {_fmt(run.server_cpu_s)} | {_fmt(run.peak_rss_mb, 0)} "
             f"| {'-' if run.rows is None else f'{run.rows:,}'} "
-            f"| {'-' if run.repeats else f'{run.requests:,}'} | "
+            f"| {'-' if run.repeats and not run.requests else f'{run.requests:,}'} | "
             f"{_fmt(run.rows_per_s, 0)} | {steps} |"
         )
     lines += [
@@ -455,6 +516,17 @@ def write_results(path: Path, block: str) -> None:
     path.write_text(
         "# Benchmarks: the sync against the raw fetch and the generic peer\n\n" + block + "\n"
     )
+
+
+def _repeats(value: str) -> dict[str, int]:
+    """``small=5,medium=2`` -> ``{"small": 5, "medium": 2}``; ``none`` -> ``{}``."""
+    out: dict[str, int] = {}
+    for part in _names(value):
+        scale, sep, count = part.partition("=")
+        if not sep or not scale.strip() or not count.strip().isdigit() or int(count) < 1:
+            raise ValueError(f"{part!r} is not SCALE=N with N a whole number of at least 1")
+        out[scale.strip()] = int(count)
+    return out
 
 
 def _names(value: str) -> list[str]:
@@ -496,6 +568,16 @@ def main(argv: list[str]) -> int:
         "'none' skips it",
     )
     parser.add_argument(
+        "--repeats",
+        default=",".join(f"{k}={v}" for k, v in REPEATS.items()),
+        metavar="SCALE=N,...",
+        help="trials of the compared runs (full syncs, raw fetch, peers) at a scale, one "
+        "after another, each row the median (default "
+        + ",".join(f"{k}={v}" for k, v in REPEATS.items())
+        + ": runs of a few seconds, where this machine's drift is as large as the "
+        "differences measured); 'none' runs each once",
+    )
+    parser.add_argument(
         "--no-startup",
         action="store_true",
         help="skip the start-up runs (--help, status, sandbox, a sync with nothing to do)",
@@ -534,6 +616,13 @@ def main(argv: list[str]) -> int:
         parser.error(f"unknown scale(s) {unknown}; known: {', '.join(SCALES)}")
     if args.latency_ms < 0:
         parser.error("--latency-ms must not be negative")
+    try:
+        repeats = _repeats(args.repeats)
+    except ValueError as exc:
+        parser.error(f"--repeats: {exc}")
+    unknown = [s for s in repeats if s not in SCALES]
+    if unknown:
+        parser.error(f"--repeats: unknown scale(s) {unknown}; known: {', '.join(SCALES)}")
 
     workdir = (
         Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="feedback-bench-"))
@@ -544,7 +633,7 @@ def main(argv: list[str]) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    bench = Bench(workdir, peer_scales, peer_pq_scales, progress=say)
+    bench = Bench(workdir, peer_scales, peer_pq_scales, progress=say, repeats=repeats)
     counts: dict[str, dict[str, int]] = {}
     profiled: str | None = None
     try:
@@ -574,7 +663,7 @@ def main(argv: list[str]) -> int:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    block = render(bench.runs, scales, counts, bench.seeds, argv, profiled)
+    block = render(bench.runs, scales, counts, bench.seeds, argv, profiled, repeats)
     write_results(Path(args.output), block)
     print(
         f"\nbench: {len(bench.runs)} runs in {time.perf_counter() - started:.0f} s; "

@@ -9,8 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.profile import summarize
-from bench.sync_bench import BEGIN, END, Run, rows_loaded, targets, write_results
+from bench.sync_bench import (
+    BEGIN,
+    END,
+    Run,
+    _repeats,
+    median_run,
+    rows_loaded,
+    targets,
+    write_results,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP = (
@@ -22,15 +33,16 @@ STARTUP = (
 )
 RUNS = (
     "full sync -> DuckDB",
-    "SQL models (feedback-sync models)",
     "raw fetch (floor)",
     "full sync -> Parquet",
     "peer: dlt rest_api -> DuckDB",
     "peer_pq: dlt rest_api, Parquet loader -> DuckDB",
+    "SQL models (feedback-sync models)",
     "normal sync, nothing changed",
     "normal sync after 1% change",
     "normal sync after 1% change, DuckDB capped at 64MB",
 )
+COMPARED = set(RUNS[:5])
 
 
 def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) -> None:
@@ -41,6 +53,7 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     command = [sys.executable, "-m", "bench", "sync", "--scales", "tiny", "--latency-ms", "0"]
     command += ["--output", str(output), "--workdir", str(tmp_path / "work")]
     command += ["--peer-scales", "tiny", "--startup-scale", "tiny", "--startup-repeats", "2"]
+    command += ["--repeats", "tiny=2"]
     done = subprocess.run(
         command,
         cwd=ROOT,
@@ -77,8 +90,17 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
             continue
         assert int(requests.replace(",", "")) > 0
         assert landed == "-" if cells[2].startswith("raw") else int(landed.replace(",", "")) > 0
-        # a sync's row carries its own account of its steps
+        # the compared runs are the median of their two trials, with both times
         steps, is_sync = cells[10], cells[2].startswith(("full", "normal"))
+        if cells[2] in COMPARED:
+            every, _, steps = steps.partition("; this one: ")
+            assert every.startswith("median of 2: ")
+            times = sorted(float(t) for t in every.removeprefix("median of 2: ").split(", "))
+            assert float(wall) == times[0]  # the lower of the middle two
+            if not is_sync:
+                assert every == cells[10] and steps == ""
+                continue
+        # a sync's row carries its own account of its steps
         assert steps.startswith("fetch ") and ", load " in steps if is_sync else steps == "-"
     # the floor replays exactly the full sync's requests
     by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[8] for r in rows}
@@ -183,3 +205,18 @@ def test_profile_sums_samples_by_phase_and_by_function() -> None:
     assert phases["building Arrow tables (pipelines/feedback/arrow.py)"] == 10
     assert phases["dlt normalize"] == 5
     assert leaves.most_common(1) == [("get (httpx/_client.py)", 30)]
+
+
+def test_a_repeated_run_is_its_median_trial_with_every_time() -> None:
+    trials = [_run("full sync -> DuckDB", wall) for wall in (2.6, 2.2, 2.4, 3.1)]
+    trials[2].steps = "fetch 1.4s, load 0.4s"
+    median = median_run(trials)
+    assert median.wall_s == 2.4 and median.steps == "fetch 1.4s, load 0.4s"
+    assert median.repeats == [2.6, 2.2, 2.4, 3.1]
+    assert trials[2].repeats is None  # the trials themselves are left as measured
+    assert median_run(trials[:1]) is trials[0]
+    assert _repeats("small=5, medium=2") == {"small": 5, "medium": 2}
+    assert _repeats("none") == {}
+    for wrong in ("small", "small=0", "small=x", "=3"):
+        with pytest.raises(ValueError, match="SCALE=N"):
+            _repeats(wrong)
