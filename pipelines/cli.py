@@ -42,6 +42,10 @@ from typing import Any
 #   (perf), and more peak memory (`small` 317 -> 248 MB, `medium` 589 -> 486 MB) for no
 #   speed at `medium` (25.8 s either way); `small`'s answers replayed without a network,
 #   1.58 -> 1.44 s (medians of 8).
+# - httpx's command-line client (``httpx._main``), which httpx imports whenever click, rich
+#   and pygments are installed (Prefect installs them): 40-45 ms of every command that
+#   imports httpx, for a client this process never runs. It is marked absent, so httpx
+#   takes its own fallback (``httpx.main`` says the CLI is not installed).
 _TUNE_PROCESS = False
 GC_GENERATION0_THRESHOLD = 10_000
 ARROW_POOL = "system"
@@ -59,6 +63,7 @@ def _heavy_imports() -> Iterator[None]:
         return
     # read by pyarrow when its default pool is first asked for
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     gc.disable()
     try:
         yield

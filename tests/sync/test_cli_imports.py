@@ -219,7 +219,8 @@ def report():
     print(json.dumps({{
         "collections": collections, "frozen": gc.get_freeze_count(),
         "threshold": gc.get_threshold(), "enabled": gc.isenabled(),
-        "arrow_pool": pyarrow.default_memory_pool().backend_name}}))
+        "arrow_pool": pyarrow.default_memory_pool().backend_name,
+        "httpx_cli": sorted(m for m in ("rich", "click", "pygments") if m in sys.modules)}}))
 
 atexit.register(report)
 sys.argv = ["feedback-sync", "sync"]
@@ -237,9 +238,9 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
     """``feedback-sync`` (``cli.run``) runs a command's heavy imports with the garbage
     collector off, freezes the objects they made (never scanned again), collects after
     ``GC_GENERATION0_THRESHOLD`` new objects, and gives Arrow the system allocator unless
-    the user chose one; ``main``, which tests call in their own process, leaves the
-    process as it found it. The command here stops on a missing setting, after its
-    imports."""
+    the user chose one, and skips httpx's command-line client; ``main``, which tests call
+    in their own process, leaves the process as it found it. The command here stops on a
+    missing setting, after its imports."""
     from pipelines.cli import ARROW_POOL, GC_GENERATION0_THRESHOLD
 
     env = {
@@ -267,6 +268,7 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
         assert seen["frozen"] > 10_000  # dlt's, Arrow's, DuckDB's and httpx's objects
         assert seen["threshold"][0] == GC_GENERATION0_THRESHOLD
         assert seen["arrow_pool"] == (chosen_pool or ARROW_POOL)
+        assert seen["httpx_cli"] == []  # httpx's command-line client is not imported
     else:
         assert seen["collections"]["during"] > 0
         assert seen["frozen"] == 0
@@ -282,6 +284,7 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
             env=env,
         ).stdout.strip()
         assert seen["arrow_pool"] == pyarrows_own
+        assert seen["httpx_cli"] == ["click", "pygments", "rich"]  # as httpx imports it
 
 
 def test_a_load_into_a_duckdb_file_shows_its_credentials_without_sqlalchemy(
