@@ -42,8 +42,9 @@ def _median(
         scale,
         0.0,
         name,
-        statistics.median(times),
-        statistics.median(cpu) if cpu else None,
+        # the lower of the middle two for an even number, as for the compared runs
+        statistics.median_low(times),
+        statistics.median_low(cpu) if cpu else None,
         max(rss) if rss else None,
         None,
         0,

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import profile, startup
-from bench.processes import ROOT, SYNC_ARGV, Run, Sandbox, child_env, measure
+from bench.processes import FEEDBACK_SYNC, ROOT, SYNC_ARGV, Run, Sandbox, child_env, measure
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
 BEGIN = "<!-- bench:begin (written by ./run bench sync; edits inside are overwritten) -->"
@@ -173,6 +173,9 @@ class Bench:
 
     def _done(self, run: Run) -> None:
         self.runs.append(run)
+        self._report(run)
+
+    def _report(self, run: Run) -> None:
         rows = f"{run.rows:,} rows, " if run.rows is not None else ""
         self.say(
             f"    {run.wall_s:.1f} s wall, {_fmt(run.cpu_s)} s CPU, "
@@ -183,9 +186,14 @@ class Bench:
         self, sandbox: Sandbox, latency: float, here: Path, folder: Path, parquet: bool
     ) -> list[Run]:
         """One of each compared run: the full syncs, the raw fetch, the peers."""
-        runs = []
+        runs: list[Run] = []
+
+        def keep(run: Run) -> None:
+            runs.append(run)
+            self._report(run)
+
         run, entries = self._sync(sandbox, latency, FULL_DUCKDB, folder)
-        runs.append(run)
+        keep(run)
         urls = here / "urls.txt"
         urls.write_text(
             "\n".join(e["path"] + ("?" + e["query"] if e["query"] else "") for e in entries) + "\n"
@@ -209,9 +217,10 @@ class Bench:
             ],
             here,
         )
-        runs.append(run)
+        keep(run)
 
         if parquet:
+            shutil.rmtree(here / "parquet", ignore_errors=True)  # the last trial's stays
             (here / "parquet").mkdir()
             run, _ = self._sync(
                 sandbox,
@@ -221,8 +230,7 @@ class Bench:
                 "--destination",
                 "parquet",
             )
-            runs.append(run)
-            shutil.rmtree(here / "parquet")
+            keep(run)
 
         for name, scales, fmt in (
             (PEER, self.peer_scales, None),
@@ -249,7 +257,7 @@ class Bench:
                 argv += ["--loader-file-format", fmt]
             run, stdout, _ = self._measured(sandbox, latency, name, argv, peer_folder)
             run.rows = int(json.loads(stdout.strip().splitlines()[-1])["rows"])
-            runs.append(run)
+            keep(run)
             shutil.rmtree(peer_folder, ignore_errors=True)  # large peers' files are big
         return runs
 
@@ -272,10 +280,14 @@ class Bench:
             for run in self._trial(sandbox, latency, here, folder, parquet):
                 by_name.setdefault(run.name, []).append(run)
         for runs in by_name.values():
-            self._done(median_run(runs))
+            run = median_run(runs)
+            self.runs.append(run)
+            if run.repeats:
+                every = ", ".join(f"{t:.2f}" for t in run.repeats)
+                self.say(f"  {run.scale}: {run.name}: median {run.wall_s:.2f} s of {every}")
 
         if latency == 0:
-            argv = [sys.executable, "-m", "pipelines.cli", "models"]
+            argv = [*FEEDBACK_SYNC, "models"]
             run, _, _ = self._measured(sandbox, latency, MODELS, argv, here / "duckdb")
             self._done(run)
 
@@ -437,7 +449,9 @@ def render(
     profiled: str | None,
     repeats: dict[str, int] | None = None,
 ) -> str:
-    trials = ", ".join(f"{n} at `{scale}`" for scale, n in (repeats or {}).items() if n > 1)
+    trials = ", ".join(
+        f"{n} at `{scale}`" for scale, n in (repeats or {}).items() if n > 1 and scale in scales
+    )
     lines = [
         BEGIN,
         "",

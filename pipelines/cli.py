@@ -25,9 +25,11 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-# The console script's process-wide policies, applied around a command's heavy imports
-# (``_heavy_imports``; ``run`` turns them on, ``main``, which tests call in their own
-# process, leaves the process as it found it):
+# The command line's process-wide policies, applied around the imports a command makes up
+# front (``_heavy_imports``; modules a command imports later, such as the SQL models after
+# a sync's load, are collected as usual). ``run`` (the console script) and ``python -m
+# pipelines.cli`` turn them on; ``main``, which tests call in their own process, leaves
+# the process as it found it:
 # - Python's cyclic garbage collector. A command's imports (dlt, Arrow, DuckDB, httpx: about
 #   85,000 objects that live as long as the process) ran some 200 collections, and each
 #   full collection of the run after them walked them all again: 0.19-0.21 s of a 2.3 s
@@ -35,7 +37,8 @@ from typing import Any
 #   imports run with the collector off, what they made is frozen (``gc.freeze``: never
 #   scanned again), and the run collects after this many new objects instead of 700: a
 #   sync's rows are plain dicts freed by reference counting, so the collector there only
-#   finds the odd cycle; 0.04 s of collections left in the same run.
+#   finds the odd cycle; 0.04 s of collections left in the same run. (A cycle the imports
+#   left behind is frozen too, never freed: a few kilobytes, for the life of a command.)
 # - Arrow's memory pool: the system allocator unless the user chose one
 #   (``ARROW_DEFAULT_MEMORY_POOL``). pyarrow's default, mimalloc, maps its memory in 2 MB
 #   huge pages the kernel zeroes as each is first touched: 4% of a `small` full sync's CPU
@@ -57,20 +60,22 @@ class UsageError(Exception):
 
 @contextlib.contextmanager
 def _heavy_imports() -> Iterator[None]:
-    """A command's heavy imports, under the console script's process policies (above)."""
+    """A command's heavy imports, under the command line's process policies (above)."""
     if not _TUNE_PROCESS:
         yield
         return
     # read by pyarrow when its default pool is first asked for
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    collecting = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         gc.freeze()
         gc.set_threshold(GC_GENERATION0_THRESHOLD, *gc.get_threshold()[1:])
-        gc.enable()
+        if collecting:
+            gc.enable()
 
 
 def _target_arguments(p: argparse.ArgumentParser) -> None:
@@ -587,4 +592,6 @@ def run() -> None:
 
 
 if __name__ == "__main__":
+    # the console script's process, without its quick exit (for profilers and coverage)
+    _TUNE_PROCESS = True
     sys.exit(main())

@@ -102,7 +102,8 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
                 continue
         # a sync's row carries its own account of its steps
         assert steps.startswith("fetch ") and ", load " in steps if is_sync else steps == "-"
-    # the floor replays exactly the full sync's requests
+    # the floor replays exactly the full sync's requests (the same in every trial: the
+    # sandbox's data does not change between them)
     by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[8] for r in rows}
     assert by_name[("0 ms", "raw fetch (floor)")] == by_name[("0 ms", "full sync -> DuckDB")]
     # the capped run syncs the same change from a copy of the warehouse taken before it

@@ -199,8 +199,18 @@ def test_the_command_ends_without_the_teardown_but_with_its_exit_work(
 
 
 COLLECTOR_PROBE = """
-import atexit, gc, json, sys
+import atexit, gc, json, os, sys
 collections = {{"before": 0, "during": 0, "after": 0}}
+seen = {{}}
+
+class WatchArrow:
+    # what pyarrow finds in the environment when it is first imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyarrow" and "pool_asked" not in seen:
+            seen["pool_asked"] = os.environ.get("ARROW_DEFAULT_MEMORY_POOL")
+        return None
+
+sys.meta_path.insert(0, WatchArrow())
 
 def note(phase, info):
     if phase != "start":
@@ -219,18 +229,22 @@ def report():
     print(json.dumps({{
         "collections": collections, "frozen": gc.get_freeze_count(),
         "threshold": gc.get_threshold(), "enabled": gc.isenabled(),
-        "arrow_pool": pyarrow.default_memory_pool().backend_name,
+        "arrow_pool": pyarrow.default_memory_pool().backend_name, **seen,
         "httpx_cli": sorted(m for m in ("rich", "click", "pygments") if m in sys.modules)}}))
 
 atexit.register(report)
 sys.argv = ["feedback-sync", "sync"]
+if "{entry}" == "module":  # python -m pipelines.cli
+    import runpy
+    runpy.run_module("pipelines.cli", run_name="__main__", alter_sys=True)
 from pipelines import cli
 sys.exit(cli.{entry}())  # run() ends the process itself
 """
 
 
 @pytest.mark.parametrize(
-    ("entry", "chosen_pool"), [("run", None), ("run", "jemalloc"), ("main", None)]
+    ("entry", "chosen_pool"),
+    [("run", None), ("run", "mimalloc"), ("module", None), ("main", None)],
 )
 def test_the_console_script_imports_without_the_collector_and_with_the_system_allocator(
     tmp_path: Path, entry: str, chosen_pool: str | None
@@ -238,9 +252,9 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
     """``feedback-sync`` (``cli.run``) runs a command's heavy imports with the garbage
     collector off, freezes the objects they made (never scanned again), collects after
     ``GC_GENERATION0_THRESHOLD`` new objects, and gives Arrow the system allocator unless
-    the user chose one, and skips httpx's command-line client; ``main``, which tests call
-    in their own process, leaves the process as it found it. The command here stops on a
-    missing setting, after its imports."""
+    the user chose one, and skips httpx's command-line client; so does ``python -m
+    pipelines.cli``; ``main``, which tests call in their own process, leaves the process
+    as it found it. The command here stops on a missing setting, after its imports."""
     from pipelines.cli import ARROW_POOL, GC_GENERATION0_THRESHOLD
 
     env = {
@@ -263,16 +277,19 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
     assert "base_url" in done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["enabled"] is True
-    if entry == "run":
+    if entry in ("run", "module"):
         assert seen["collections"]["during"] == 0
         assert seen["frozen"] > 10_000  # dlt's, Arrow's, DuckDB's and httpx's objects
         assert seen["threshold"][0] == GC_GENERATION0_THRESHOLD
+        # set before pyarrow was imported, and the pool it made
+        assert seen["pool_asked"] == (chosen_pool or ARROW_POOL)
         assert seen["arrow_pool"] == (chosen_pool or ARROW_POOL)
         assert seen["httpx_cli"] == []  # httpx's command-line client is not imported
     else:
         assert seen["collections"]["during"] > 0
         assert seen["frozen"] == 0
         assert seen["threshold"][0] == 700  # Python's default
+        assert seen["pool_asked"] is None
         pyarrows_own = subprocess.run(
             [
                 sys.executable,
@@ -282,6 +299,7 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
             capture_output=True,
             text=True,
             env=env,
+            timeout=60,
         ).stdout.strip()
         assert seen["arrow_pool"] == pyarrows_own
         assert seen["httpx_cli"] == ["click", "pygments", "rich"]  # as httpx imports it
