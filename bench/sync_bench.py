@@ -184,6 +184,12 @@ class Bench:
             f"{_fmt(run.peak_rss_mb, 0)} MB peak, {rows}{run.requests:,} requests"
         )
 
+    def trials(self, scale: str, latency: float) -> int:
+        """Trials of the compared runs in a pass (``--repeats``): on bare loopback only, as
+        with added latency the ratios are far from their limits, and a second ``large``
+        trial would cost the peer's 28 minutes again."""
+        return self.repeats.get(scale, 1) if latency == 0 else 1
+
     def _trial(
         self, sandbox: Sandbox, latency: float, here: Path, folder: Path, parquet: bool
     ) -> list[Run]:
@@ -269,11 +275,9 @@ class Bench:
         here.mkdir(parents=True)
         sandbox.set_latency(latency)
 
-        # the compared runs, one after another and again (``--repeats``): each row is the
-        # median of its trials; the last trial's warehouse is the one the later runs use
-        # (on bare loopback only: with added latency the ratios are far from their limits,
-        # and a second `large` trial would cost the peer's 28 minutes again)
-        trials = self.repeats.get(sandbox.scale, 1) if latency == 0 else 1
+        # the compared runs, one after another and again: each row is the median of its
+        # trials; the last trial's warehouse is the one the later runs use
+        trials = self.trials(sandbox.scale, latency)
         by_name: dict[str, list[Run]] = {}
         for trial in range(trials):
             folder = here / "duckdb"

@@ -15,6 +15,7 @@ from bench.profile import summarize
 from bench.sync_bench import (
     BEGIN,
     END,
+    Bench,
     Run,
     _repeats,
     median_run,
@@ -221,3 +222,10 @@ def test_a_repeated_run_is_its_median_trial_with_every_time() -> None:
     for wrong in ("small", "small=0", "small=x", "=3"):
         with pytest.raises(ValueError, match="SCALE=N"):
             _repeats(wrong)
+
+
+def test_trials_run_on_bare_loopback_only(tmp_path: Path) -> None:
+    bench = Bench(tmp_path, [], [], print, repeats={"small": 5, "large": 2})
+    assert bench.trials("small", 0) == 5 and bench.trials("large", 0) == 2
+    assert bench.trials("small", 20) == 1 and bench.trials("large", 20) == 1
+    assert bench.trials("medium", 0) == 1
