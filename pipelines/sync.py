@@ -43,7 +43,7 @@ from pipelines.feedback.screening import REJECTED_TABLE
 from pipelines.feedback.settings import RESOURCES, FeedbackSettings, load_settings
 from pipelines.feedback.source import feedback
 from pipelines.reconcile import is_delta, reconcile, replace_children
-from pipelines.warehouse import Target, newest_state_sql
+from pipelines.warehouse import Target, keep_loaded_packages, newest_state_sql
 
 if TYPE_CHECKING:
     from pipelines.models import BuildResult
@@ -203,9 +203,19 @@ def run_sync(
     """
     selected = check_resources(resources)
     settings = settings or load_settings()
+    keep = keep_loaded_packages()
     with runlock.hold(target, "sync", lock_wait):
         return _run_sync(
-            target, full, selected, settings, transport, out, progress_every, after_extract, models
+            target,
+            full,
+            selected,
+            settings,
+            transport,
+            out,
+            progress_every,
+            after_extract,
+            models,
+            keep,
         )
 
 
@@ -256,6 +266,7 @@ def _run_sync(
     progress_every: float,
     after_extract: Callable[[Pipeline], None] | None,
     models: bool,
+    keep_packages: int,
 ) -> SyncResult:
     started = time.perf_counter()
     result = SyncResult(target=target.describe(), full=full, delete_mode=settings.delete_mode)
@@ -338,6 +349,7 @@ def _run_sync(
                     reconcile(pipeline, load_id, result.complete, settings.delete_mode, existing),
                 )
             _prune_state_history(pipeline)
+            _prune_loaded_packages(pipeline, keep_packages)
 
             result.ideas_endpoint = run.ideas_endpoint
             result.skipped = dict(run.skipped)
@@ -476,6 +488,7 @@ def _normalize_and_load(pipeline: Pipeline, out: IO[str] | None = None) -> tuple
     return info, loaded
 
 
+_LOAD_ID = re.compile(r"\d+(\.\d+)?")
 _SOURCE_COLUMN = re.compile(r'source column "?([^"\s]+)"?')
 
 
@@ -529,6 +542,30 @@ def _prune_state_history(pipeline: Pipeline, keep: int = 10) -> None:
             )
     except Exception as exc:  # housekeeping must not fail a good run
         log.warning("could not prune old state versions: %s", exc)
+
+
+def _prune_loaded_packages(pipeline: Pipeline, keep: int) -> None:
+    """Deletes all but the newest ``keep`` loaded packages from dlt's working folder (0 keeps
+    all). dlt never deletes one; each holds its schema and a copy of the state (about 1.7 MB
+    at 20,000 ideas), and its data files unless ``load.delete_completed_jobs`` (on by default
+    here, ``warehouse.Target.pipeline``) removed them."""
+    if keep <= 0:
+        return
+    from dlt.common.storages import LoadStorage, LoadStorageConfiguration
+
+    try:
+        storage = LoadStorage(
+            False,
+            [],
+            LoadStorageConfiguration(load_volume_path=os.path.join(pipeline.working_dir, "load")),
+        )
+        # load ids are Unix timestamps, so their numbers order the packages; a folder not
+        # named like one is not dlt's package and is left alone
+        numbered = [i for i in storage.list_loaded_packages() if _LOAD_ID.fullmatch(i)]
+        for load_id in sorted(numbered, key=float)[:-keep]:
+            storage.delete_loaded_package(load_id)
+    except Exception as exc:  # housekeeping must not fail a good run
+        log.warning("could not delete old load packages: %s", exc)
 
 
 class _Journal:

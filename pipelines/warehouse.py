@@ -44,6 +44,32 @@ PIPELINE_NAME = "feedback_sync"
 # (bench/RESULTS.md) at the price of spilling that window to disk on big loads
 DUCKDB_MEMORY_LIMIT = "256MB"
 WORKING_DIR = ".feedback-sync"
+# loaded packages kept in dlt's working folder for inspection (`dlt pipeline feedback_sync
+# load-package`): a day of hourly runs. Each holds its schema and dlt's copy of the state
+# (about 1.7 MB at 20,000 ideas); dlt itself never deletes one
+KEEP_LOADED_PACKAGES = 24
+
+
+def keep_loaded_packages() -> int:
+    """How many loaded packages stay in dlt's working folder (``FEEDBACK_SYNC_KEEP_PACKAGES``,
+    default 24; 0 keeps all).
+
+    Raises:
+        ConfigError: the variable is not a whole number of at least 0.
+    """
+    raw = os.environ.get("FEEDBACK_SYNC_KEEP_PACKAGES", "").strip()
+    if not raw:
+        return KEEP_LOADED_PACKAGES
+    try:
+        keep = int(raw)
+    except ValueError:
+        keep = -1
+    if keep < 0:
+        raise ConfigError(
+            f"FEEDBACK_SYNC_KEEP_PACKAGES must be a whole number of at least 0 (0 keeps every "
+            f"package), got {raw!r}"
+        )
+    return keep
 
 
 def duckdb_memory_limit() -> str:
@@ -195,6 +221,12 @@ class Target:
         # a load job that fails for good aborts its package (state rewound, nothing committed)
         # instead of leaving it pending for every later run to fail on again
         dlt.config["load.auto_abort_on_terminal_error"] = True
+        # a loaded package's data files are not read again (the warehouse holds the rows; the
+        # journal names only the load id), and dlt keeps them by default: an hourly sync's
+        # working folder would grow by every run's data (98 MB for a first load at `large`).
+        # A package with a failed job keeps its files (dlt's rule); a user's own setting wins.
+        if dlt.config.get("load.delete_completed_jobs") is None:
+            dlt.config["load.delete_completed_jobs"] = True
         # and no chain of it is merged before every table of it was copied
         load_order.install()
         return dlt.pipeline(
