@@ -224,7 +224,7 @@ class Target:
         # a loaded package's data files are not read again (the warehouse holds the rows; the
         # journal names only the load id), and dlt keeps them by default: an hourly sync's
         # working folder would grow by every run's data (98 MB for a first load at `large`).
-        # A package with a failed job keeps its files (dlt's rule); a user's own setting wins.
+        # A user's own setting wins: env, or `[load]` in config.toml, the layer this writes to.
         if dlt.config.get("load.delete_completed_jobs") is None:
             dlt.config["load.delete_completed_jobs"] = True
         # and no chain of it is merged before every table of it was copied

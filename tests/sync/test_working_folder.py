@@ -3,18 +3,24 @@ and only the newest ones are kept."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from pipelines.feedback.errors import ConfigError
+from sandbox.server import RunningSandbox
 from tests.sync.harness import Harness
 
+CLI = [sys.executable, "-m", "pipelines.cli"]
 
-def _loaded(harness: Harness) -> dict[str, list[Path]]:
+
+def _loaded(pipelines_dir: Path) -> dict[str, list[Path]]:
     """Each loaded package in dlt's working folder: its data files (Parquet, SQL, inserts)."""
-    folder = harness.tmp / "pipelines" / "feedback_sync" / "load" / "loaded"
+    folder = pipelines_dir / "feedback_sync" / "load" / "loaded"
     return {
         package.name: sorted(p for p in package.rglob("*.*") if p.parent.name == "completed_jobs")
         for package in folder.iterdir()
@@ -27,22 +33,16 @@ def _committed_loads(harness: Harness) -> list[str]:
     return [str(load_id) for (load_id,) in rows]
 
 
-def _three_runs(harness: Harness) -> list[str]:
-    load_ids = [harness.sync(full=True, models=False).load_id]
-    for seed in (11, 12):
-        harness.mutate(seed=seed, counts={"comments": {"create": 2, "update": 1}})
-        load_ids.append(harness.sync(models=False).load_id)
-    assert all(load_ids)
-    return [str(i) for i in load_ids]
-
-
 def test_only_the_newest_packages_stay_and_without_their_data_files(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FEEDBACK_SYNC_KEEP_PACKAGES", "2")
-    load_ids = _three_runs(harness)
+    load_ids = [harness.sync(full=True, models=False).load_id]
+    for seed in (11, 12):
+        harness.mutate(seed=seed, counts={"comments": {"create": 2, "update": 1}})
+        load_ids.append(harness.sync(models=False).load_id)
 
-    loaded = _loaded(harness)
+    loaded = _loaded(harness.tmp / "pipelines")
     assert sorted(loaded) == sorted(load_ids[1:])  # the first run's package is gone
     assert loaded == {load_id: [] for load_id in load_ids[1:]}  # and no data files kept
     # the warehouse keeps every load: only dlt's local copies went
@@ -50,17 +50,36 @@ def test_only_the_newest_packages_stay_and_without_their_data_files(
 
 
 def test_a_users_own_settings_keep_packages_and_files(
-    harness: Harness, monkeypatch: pytest.MonkeyPatch
+    live_sandbox: RunningSandbox, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("FEEDBACK_SYNC_KEEP_PACKAGES", "0")
-    monkeypatch.setenv("LOAD__DELETE_COMPLETED_JOBS", "false")
-    load_ids = _three_runs(harness)
+    # the user's project config, as the command line reads it from the folder it runs in
+    # (the layer the sync's own default is written to, so it must not overwrite it)
+    (tmp_path / ".dlt").mkdir()
+    (tmp_path / ".dlt" / "config.toml").write_text(
+        "[runtime]\ndlthub_telemetry = false\n\n[load]\ndelete_completed_jobs = false\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "LOAD__"))}
+    env |= {
+        "SOURCES__FEEDBACK__BASE_URL": live_sandbox.base_url,
+        "SOURCES__FEEDBACK__API_KEY": live_sandbox.api_key,
+        "FEEDBACK_SYNC_KEEP_PACKAGES": "0",
+    }
+    for args in (["--full"], []):
+        done = subprocess.run(
+            [*CLI, "sync", "--no-models", "--pipelines-dir", "pipelines", *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
 
-    loaded = _loaded(harness)
-    assert sorted(loaded) == load_ids
-    # each package still holds the data files of its tables (the full sync's: every table)
-    assert all(loaded[load_id] for load_id in load_ids)
-    assert any(p.suffix == ".parquet" for p in loaded[load_ids[0]])
+    loaded = _loaded(tmp_path / "pipelines")
+    assert len(loaded) == 2
+    # each package still holds its data files (the full sync's: every table's Parquet)
+    assert all(loaded.values())
+    assert any(p.suffix == ".parquet" for p in loaded[min(loaded, key=float)])
 
 
 @pytest.mark.parametrize("value", ["-1", "some", "2.5"])
