@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # ``python -m pipelines.cli``
 FEEDBACK_SYNC = [str(Path(sys.executable).with_name("feedback-sync"))]
 # how every benchmark runs a sync: its own dlt folder, and without the SQL models (their
-# build is measured on its own)
-SYNC_ARGV = [*FEEDBACK_SYNC, "sync", "--pipelines-dir", "pipelines", "--no-models"]
+# build is measured on its own); the arguments, and the command with them
+SYNC_ARGS = ["sync", "--pipelines-dir", "pipelines", "--no-models"]
+SYNC_ARGV = [*FEEDBACK_SYNC, *SYNC_ARGS]
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.processes import SYNC_ARGV, Sandbox, child_env, measure
+from bench.processes import SYNC_ARGS, Sandbox, child_env, measure
 from sandbox import postgres
 
 RESULTS = Path(__file__).parent / "RESULTS-warehouses.md"
@@ -66,7 +66,7 @@ def _files(folder: Path) -> dict[str, tuple[int, int]]:
 def _sync(name: str, args: list[str], env: dict[str, str], cwd: Path, folder: Path | None) -> Run:
     before = _files(folder) if folder is not None else {}
     io_file = cwd / ".io"
-    argv = [sys.executable, "-c", _WITH_IO, str(io_file), *SYNC_ARGV[3:], *args]
+    argv = [sys.executable, "-c", _WITH_IO, str(io_file), *SYNC_ARGS, *args]
     measured = measure(argv, env, cwd)
     counters = dict(line.split(": ") for line in io_file.read_text().splitlines() if ": " in line)
     files_mb = None

@@ -105,6 +105,7 @@ FILE_SECONDS = {
     "tests/push/test_kill.py": 84,
     "tests/sync/test_resilience.py": 75,
     "tests/bench/test_bench.py": 71,
+    "tests/bench/test_warehouses_bench.py": 28,
     "tests/sync/test_type_drift.py": 70,
     "tests/postgres/test_kill_postgres.py": 52,
     "tests/delta/test_delta_azure.py": 50,
