@@ -546,9 +546,7 @@ def _prune_state_history(pipeline: Pipeline, keep: int = 10) -> None:
 
 def _prune_loaded_packages(pipeline: Pipeline, keep: int) -> None:
     """Deletes all but the newest ``keep`` loaded packages from dlt's working folder (0 keeps
-    all). dlt never deletes one; each holds its schema and a copy of the state (about 1.7 MB
-    at 20,000 ideas), and its data files unless ``load.delete_completed_jobs`` (on by default
-    here, ``warehouse.Target.pipeline``) removed them."""
+    all; ``warehouse.KEEP_LOADED_PACKAGES``)."""
     if keep <= 0:
         return
     from dlt.common.storages import LoadStorage, LoadStorageConfiguration
