@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 # the command as users run it: the console script (its quick exit included), not
-# ``python -m pipelines.cli``
+# ``python -m feedback_sync.app.cli``
 FEEDBACK_SYNC = [str(Path(sys.executable).with_name("feedback-sync"))]
 # how every benchmark runs a sync: its own dlt folder, and without the SQL models (their
 # build is measured on its own); the arguments, and the command with them

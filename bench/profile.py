@@ -25,17 +25,21 @@ PHASES: list[tuple[str, tuple[str, ...]]] = [
     ("Python imports (start-up)", ("importlib._bootstrap",)),
     ("HTTP (httpx, sockets)", ("httpx/", "httpcore/", "h11/", "ssl.py", "socket.py")),
     ("JSON decoding of answers", ("orjson", "json/decoder")),
-    ("shaping rows (pipelines/feedback/shaping.py)", ("feedback/shaping.py",)),
-    ("building Arrow tables (pipelines/feedback/arrow.py)", ("feedback/arrow.py",)),
+    ("shaping rows (feedback_sync/source/shaping.py)", ("source/shaping.py",)),
+    ("building Arrow tables (feedback_sync/source/arrow.py)", ("source/arrow.py",)),
     ("DuckDB (loading, merging)", ("duckdb",)),
     ("dlt normalize", ("dlt/normalize/",)),
     ("dlt load", ("dlt/load/", "dlt/destinations/")),
     ("dlt extract", ("dlt/extract/",)),
     ("pyarrow / Parquet", ("pyarrow/",)),
-    ("our paging and client", ("feedback/paging.py", "feedback/client.py")),
+    ("our paging and client", ("api/paging.py", "api/client.py")),
     (
         "our sync, reconcile, export",
-        ("pipelines/sync.py", "pipelines/reconcile.py", "pipelines/export.py"),
+        (
+            "feedback_sync/app/sync.py",
+            "feedback_sync/warehouse/reconcile.py",
+            "feedback_sync/warehouse/parquet_files.py",
+        ),
     ),
 ]
 

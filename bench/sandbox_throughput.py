@@ -115,7 +115,11 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for scale in args.scales.split(","):
             sandbox = Sandbox(scale, Path(tmp))
-            base_url, api_key, seeded = sandbox.base_url, sandbox.api_key, sandbox.seed_seconds
+            base_url, api_key, seeded = (
+                sandbox.base_url,
+                sandbox.api_key,
+                sandbox.seed_seconds,
+            )
             try:
                 cursors, total, walk_rate = _walk(base_url, api_key)
                 rate, p50, p99 = _wrk(

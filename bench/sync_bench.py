@@ -166,7 +166,13 @@ class Bench:
     ) -> tuple[Run, list[dict[str, Any]]]:
         """A measured sync (not yet recorded); the requests it made."""
         run, stdout, requests = self._measured(
-            sandbox, latency, name, SYNC_ARGV + list(args), cwd, **sandbox.sync_env(), **(env or {})
+            sandbox,
+            latency,
+            name,
+            SYNC_ARGV + list(args),
+            cwd,
+            **sandbox.sync_env(),
+            **(env or {}),
         )
         run.rows = rows_loaded(stdout)
         steps = SUMMARY_STEPS.search(stdout)
@@ -627,7 +633,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", help="keep the runs' files here (default: a temporary folder)")
     args = parser.parse_args(argv)
 
-    from sandbox.scales import SCALES
+    from feedback_sync.sandbox.scales import SCALES
 
     scales = [s.strip() for s in args.scales.split(",") if s.strip()]
     latency_scales = _names(args.latency_scales) if args.latency_scales else scales

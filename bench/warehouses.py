@@ -1,7 +1,7 @@
 """The sync into each warehouse, side by side in one run: DuckDB, PostgreSQL, Parquet, Delta.
 
 At one scale (``large`` by default) a sandbox runs in its own process, and a PostgreSQL
-server (``sandbox/postgres.py``, with fsync on: as a real server runs) in its own. Then,
+server (``tests/support/postgres.py``, with fsync on: as a real server runs) in its own. Then,
 each as its own measured process (``bench/processes.py``), one after another:
 
 1. a full sync into each of DuckDB, PostgreSQL, Parquet and Delta (``--no-models``);
@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.processes import SYNC_ARGS, Sandbox, child_env, measure
-from sandbox import postgres
+from tests.support import postgres
 
 RESULTS = Path(__file__).parent / "RESULTS-warehouses.md"
 CHANGE = 0.01
@@ -40,7 +40,7 @@ _WITH_IO = (
     "target = sys.argv.pop(1)\n"
     "atexit.register(shutil.copyfile, '/proc/self/io', target)\n"
     "sys.argv[0] = 'feedback-sync'\n"
-    "runpy.run_module('pipelines.cli', run_name='__main__')\n"
+    "runpy.run_module('feedback_sync.app.cli', run_name='__main__')\n"
 )
 
 

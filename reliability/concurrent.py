@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.push.settings import PushSettings
-from pipelines.runlock import lock_paths
-from pipelines.warehouse import Target
+from feedback_sync.push.settings import PushSettings
+from feedback_sync.sandbox.app import create_app
+from feedback_sync.sandbox.server import serve_in_thread
+from feedback_sync.warehouse.runlock import lock_paths
+from feedback_sync.warehouse.target import Target
+
 from reliability.kills import CLI, LiveRun, cli_env
 from reliability.matrix import keys_twice, push_aftermath
-from sandbox.app import create_app
-from sandbox.server import serve_in_thread
 from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import Harness
 

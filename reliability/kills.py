@@ -31,17 +31,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.push.settings import PushSettings
+from feedback_sync.push.settings import PushSettings
+from feedback_sync.sandbox.app import create_app
+from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
+
 from reliability.matrix import keys_twice, push_aftermath
-from sandbox.app import create_app
-from sandbox.server import RunningSandbox, serve_in_thread
 from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import COLUMNS, Harness, expected_rows
 
 STAGES = ("extract", "normalize", "load", "reconcile", "models", "push")
-# what a sync prints when it finishes the deletes a killed run owed (pipelines/sync.py)
+# what a sync prints when it finishes the deletes a killed run owed (feedback_sync/app/sync.py)
 RESUMED = "sync: finishing what the previous run left after its load"
-# the line each stage opens with (pipelines/sync.py, pipelines/push/run.py)
+# the line each stage opens with (feedback_sync/app/sync.py, feedback_sync/push/run.py)
 MARKERS = (
     ("sync: full run of", "extract"),
     ("sync: incremental run of", "extract"),
@@ -52,7 +53,7 @@ MARKERS = (
     ("push: sending", "push"),
 )
 KEY = "kill-campaign-key-7d1e"
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
 
 
 @dataclass

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from feedback_sync.app.failures import explain
+from feedback_sync.push.kinds import marked_key
+from feedback_sync.push.run import run_push
+from feedback_sync.push.settings import PushSettings
+from feedback_sync.sandbox.app import create_app
+from feedback_sync.sandbox.server import serve_in_thread
 
-from pipelines.failures import explain
-from pipelines.push.kinds import marked_key
-from pipelines.push.run import run_push
-from pipelines.push.settings import PushSettings
-from sandbox.app import create_app
-from sandbox.server import serve_in_thread
 from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import COLUMNS, Harness, expected_rows
 

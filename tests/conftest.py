@@ -16,13 +16,14 @@ os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"
 # default (/var/dlt as root), and its run lock, with another worker's run
 os.environ["DLT_DATA_DIR"] = tempfile.mkdtemp(prefix="feedback-sync-dlt-")
 
-from sandbox import objectstore, postgres
-from sandbox.server import RunningSandbox
+from feedback_sync.sandbox.server import RunningSandbox
+
+from tests.support import objectstore, postgres
 from tests.sync.harness import Harness
 
 atexit.register(shutil.rmtree, os.environ["DLT_DATA_DIR"], ignore_errors=True)
 
-pytest_plugins = ["sandbox.testing"]
+pytest_plugins = ["feedback_sync.sandbox.testing"]
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def _postgres_installable() -> bool:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[postgres.Server]:
-    """A throwaway PostgreSQL server for this test worker (sandbox/postgres.py).
+    """A throwaway PostgreSQL server for this test worker (tests/support/postgres.py).
 
     Skipped, with the reason in the summary, only where PostgreSQL cannot be installed (not
     root, or no apt-get); where it could have been, or on CI (``CI`` set), a missing server
@@ -68,14 +69,14 @@ def postgres_dsn(postgres_server: postgres.Server, request: pytest.FixtureReques
 @pytest.fixture(scope="session")
 def object_store() -> Iterator[objectstore.Store]:
     """A throwaway S3-compatible store with one bucket for this test worker
-    (sandbox/objectstore.py; moto is a development dependency, so never skipped)."""
+    (tests/support/objectstore.py; moto is a development dependency, so never skipped)."""
     with objectstore.running() as store:
         yield store
 
 
 @pytest.fixture(scope="session")
 def azure_store() -> Iterator[objectstore.AzureStore]:
-    """A throwaway Azurite with one container for this test worker (sandbox/objectstore.py).
+    """A throwaway Azurite with one container for this test worker (tests/support/objectstore.py).
 
     Skipped, saying so, only where Azurite cannot be installed (no npm); on CI, or where
     ``./run test`` could have installed it, a missing Azurite fails the tests instead.

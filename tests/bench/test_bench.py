@@ -195,16 +195,16 @@ def test_rows_loaded_sums_the_summary_and_refuses_an_output_without_one() -> Non
 def test_profile_sums_samples_by_phase_and_by_function() -> None:
     raw = "\n".join(
         [
-            'process 1:"python";thread 0x1;walk (pipelines/feedback/paging.py:10);'
+            'process 1:"python";thread 0x1;walk (feedback_sync/api/paging.py:10);'
             "get (httpx/_client.py:5) 30",
-            'process 1:"python";thread 0x1;arrow (pipelines/feedback/arrow.py:3) 10',
+            'process 1:"python";thread 0x1;arrow (feedback_sync/source/arrow.py:3) 10',
             'process 1:"python";thread 0x2;run (dlt/normalize/normalize.py:1) 5',
         ]
     )
     phases, leaves, total = summarize(raw)
     assert total == 45
     assert phases["HTTP (httpx, sockets)"] == 30
-    assert phases["building Arrow tables (pipelines/feedback/arrow.py)"] == 10
+    assert phases["building Arrow tables (feedback_sync/source/arrow.py)"] == 10
     assert phases["dlt normalize"] == 5
     assert leaves.most_common(1) == [("get (httpx/_client.py)", 30)]
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sandbox import postgres
+from tests.support import postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = [f"full sync -> {name}" for name in ("DuckDB", "PostgreSQL", "Parquet", "Delta")] + [

@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 from deltalake import DeltaTable
+from feedback_sync.app.report import write as write_report
+from feedback_sync.models.project import models_file
 
-from pipelines.models import models_file
-from pipelines.report import write as write_report
 from tests.postgres.test_models_postgres import _rows
 from tests.postgres.test_push_postgres import _plan
 from tests.push.helpers import ACCOUNT_COLUMNS, NEW, accounts, push, write_counts, write_csv, writes
@@ -181,8 +181,7 @@ def test_key_and_freshness_figures_read_from_delta(tmp_path: Path) -> None:
 
     import pyarrow as pa
     from deltalake import write_deltalake
-
-    from pipelines import delta
+    from feedback_sync.warehouse import delta
 
     stamps = [datetime(2026, 1, d, tzinfo=UTC) for d in (1, 3, 2, 2)]
     rows = pa.table(

@@ -1,6 +1,6 @@
 """The Delta-on-object-storage tests of test_delta_objectstore.py, in an Azure container
 (``az://``) on Azurite: the same syncs, models, copies and owed deletes, configured through
-dlt's settings for an Azure account (sandbox/objectstore.py names what only the emulator
+dlt's settings for an Azure account (tests/support/objectstore.py names what only the emulator
 needs)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.objectstore import AzureStore
 from tests.delta.test_delta_objectstore import (
     bucket_harness,
     test_deletes_owed_by_a_crashed_run_are_finished_in_object_storage,
     test_full_normal_and_full_again_in_object_storage,
 )
+from tests.support.objectstore import AzureStore
 from tests.sync.harness import Harness
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Delta tables in object storage: ``--destination delta`` with
 ``DESTINATION__FILESYSTEM__BUCKET_URL=s3://...`` against an S3-compatible server, and
-``az://...`` against Azurite, both on loopback (sandbox/objectstore.py), configured through
+``az://...`` against Azurite, both on loopback (tests/support/objectstore.py), configured through
 dlt's own settings. The models read the tables through delta-rs with the same credentials
 (no DuckDB extension, no second secret), and the store's secret key appears nowhere a run
 leaves anything."""
@@ -16,13 +16,13 @@ from pathlib import Path
 import duckdb
 import pytest
 from deltalake import DeltaTable
+from feedback_sync.app import sync as sync_module
+from feedback_sync.app.report import write as write_report
+from feedback_sync.models.project import models_file
+from feedback_sync.sandbox.server import RunningSandbox
 
-from pipelines import sync as sync_module
-from pipelines.models import models_file
-from pipelines.report import write as write_report
-from sandbox.objectstore import AzureStore, Store
-from sandbox.server import RunningSandbox
 from tests.delta.test_delta import assert_same_models
+from tests.support.objectstore import AzureStore, Store
 from tests.sync.harness import Harness
 from tests.sync.test_full_and_incremental import CHANGES
 
@@ -152,7 +152,7 @@ def test_the_cli_into_object_storage_leaves_the_secret_key_nowhere(
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "pipelines.cli", *args, *common],
+            [sys.executable, "-m", "feedback_sync.app.cli", *args, *common],
             env=env,
             cwd=tmp_path,
             capture_output=True,

@@ -22,8 +22,9 @@ os.environ["PREFECT_HOME"] = _HOME
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["DO_NOT_TRACK"] = "1"
 
-from sandbox.app import create_app  # noqa: E402
-from sandbox.server import RunningSandbox, serve_in_thread  # noqa: E402
+from feedback_sync.sandbox.app import create_app  # noqa: E402
+from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread  # noqa: E402
+
 from tests.flows.prefect_api import PrefectApi  # noqa: E402
 
 # recognisable in any text it might leak into

@@ -13,13 +13,13 @@ from typing import Any
 import duckdb
 import httpx
 import pytest
+from feedback_sync.flows.lineage import artifact_key
+from feedback_sync.sandbox.server import RunningSandbox
+from feedback_sync.warehouse.target import Target
 
-from flows.lineage import artifact_key
-from flows.local import LocalPrefect, wait_for_runs
-from pipelines.warehouse import Target
-from sandbox.server import RunningSandbox
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
+from tests.support.prefect_local import LocalPrefect, wait_for_runs
 from tests.sync.harness import COLUMNS, diff, expected_rows, landed_rows
 
 pytestmark = pytest.mark.slow
@@ -72,7 +72,7 @@ def test_deployments_from_prefect_yaml_run_on_a_worker_and_serialize(
 def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: Path) -> None:
     # the freshness alarm, with a short window, applied twice: one automation
     for _ in range(2):
-        stack.python("-m", "flows.alarm", "--within", "10")
+        stack.python("-m", "feedback_sync.flows.alarm", "--within", "10")
     automations = api.post("automations/filter", {})
     assert [a["name"] for a in automations] == ["feedback-sync freshness"]
 

@@ -15,14 +15,14 @@ from typing import Any
 import duckdb
 import httpx
 import pytest
+from feedback_sync.app import cli
+from feedback_sync.flows import lineage
+from feedback_sync.flows.lineage import mart_sources
+from feedback_sync.flows.sync import feedback_sync
+from feedback_sync.models.project import load_project
+from feedback_sync.sandbox.server import RunningSandbox
+from feedback_sync.warehouse.target import Target
 
-from flows import lineage
-from flows.feedback_sync import feedback_sync
-from flows.lineage import mart_sources
-from pipelines import cli
-from pipelines.models import load_project
-from pipelines.warehouse import Target
-from sandbox.server import RunningSandbox
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
 from tests.sync.harness import COLUMNS, diff, landed_rows
@@ -44,7 +44,9 @@ def _run_id(state: Any) -> str:
 
 def _mutate(sandbox: RunningSandbox, seed: int, counts: dict[str, dict[str, int]]) -> None:
     response = httpx.post(
-        f"{sandbox.root_url}/_sandbox/mutate", json={"seed": seed, **counts}, timeout=30
+        f"{sandbox.root_url}/_sandbox/mutate",
+        json={"seed": seed, **counts},
+        timeout=30,
     )
     assert response.status_code == 200, response.text
 

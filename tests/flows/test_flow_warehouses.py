@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from feedback_sync.flows.lineage import concurrency_limit
+from feedback_sync.flows.sync import feedback_sync
+from feedback_sync.warehouse.target import Target
 
-from flows.feedback_sync import feedback_sync
-from flows.lineage import concurrency_limit
-from pipelines.warehouse import Target
-from sandbox.postgres import Server
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
+from tests.support.postgres import Server
 from tests.sync.harness import COLUMNS
 
 pytestmark = pytest.mark.slow

@@ -11,17 +11,16 @@ from typing import Any
 import httpx
 import psycopg2
 import pytest
+from feedback_sync.app.sync import SyncResult
+from feedback_sync.errors import SCRUBBER, ApiError, ConfigError, LoadFailed, RetriesExhausted
+from feedback_sync.flows import alarm, artifacts, lineage
+from feedback_sync.flows.logs import RunLogStream, forwarded
+from feedback_sync.flows.sync import retry_transient
+from feedback_sync.models.checks import row_count_checks
+from feedback_sync.models.project import load_project
+from feedback_sync.source.shaping import DataError
+from feedback_sync.warehouse.target import Target
 from prefect.states import Failed
-
-from flows import alarm, artifacts, lineage
-from flows.feedback_sync import retry_transient
-from flows.logs import RunLogStream, forwarded
-from pipelines.checks import row_count_checks
-from pipelines.feedback.errors import SCRUBBER, ApiError, ConfigError, LoadFailed, RetriesExhausted
-from pipelines.feedback.shaping import DataError
-from pipelines.models import load_project
-from pipelines.sync import SyncResult
-from pipelines.warehouse import Target
 
 
 def _retried(error: BaseException) -> bool:

@@ -11,9 +11,9 @@ from typing import Any
 
 import duckdb
 import pytest
+from feedback_sync.app.cli import main
+from feedback_sync.models.project import ModelError, apply, build, describe, load_project
 
-from pipelines.cli import main
-from pipelines.models import ModelError, apply, build, describe, load_project
 from tests.models.truth import Truth
 from tests.sync.harness import Harness
 
@@ -295,7 +295,7 @@ def test_models_list_shows_grain_key_and_columns(capsys: Any) -> None:
 
 
 def test_models_on_a_target_without_a_sync_say_so(tmp_path: Path) -> None:
-    from pipelines.warehouse import Target
+    from feedback_sync.warehouse.target import Target
 
     with pytest.raises(ModelError, match="run `feedback-sync sync` first"):
         apply(Target(destination="duckdb", duckdb_path=tmp_path / "none.duckdb"))
@@ -327,10 +327,10 @@ def test_a_column_split_by_type_reads_as_one_and_casts(tmp_path: Path) -> None:
 
 
 def test_the_declared_sources_agree_with_the_loaders_declarations() -> None:
-    """sql/sources.toml and pipelines/feedback/types.py declare the same columns with the
+    """sql/sources.toml and feedback_sync/source/types.py declare the same columns with the
     same types, so a model never reads a column as a type the loader does not write."""
-    from pipelines.feedback.types import DECLARED
-    from pipelines.models import load_project
+    from feedback_sync.models.project import load_project
+    from feedback_sync.source.types import DECLARED
 
     sql_kinds = {
         "varchar": "text",

@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sandbox.postgres import Server
-from sandbox.server import RunningSandbox
+from feedback_sync.sandbox.server import RunningSandbox
+
+from tests.support.postgres import Server
 from tests.sync.harness import PostgresReader
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
 
 
 def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

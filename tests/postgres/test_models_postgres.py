@@ -12,9 +12,9 @@ from typing import Any
 
 import duckdb
 import pytest
+from feedback_sync.models.engines import to_postgres
+from feedback_sync.models.project import LAYERS, SQL_DIR, ModelError, apply, load_project
 
-from pipelines.engines import to_postgres
-from pipelines.models import LAYERS, SQL_DIR, ModelError, apply, load_project
 from tests.sync.harness import Harness, PostgresReader
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from feedback_sync.app.report import write as write_report
+from feedback_sync.push.kinds import marked_key
+from feedback_sync.push.run import PushResult
 
-from pipelines.push.kinds import marked_key
-from pipelines.push.run import PushResult
-from pipelines.report import write as write_report
 from tests.push.helpers import (
     ACCOUNT_COLUMNS,
     BOT,
@@ -30,7 +30,7 @@ from tests.push.helpers import (
 )
 from tests.sync.harness import Harness, PostgresReader
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The sync into a real PostgreSQL server (sandbox/postgres.py), compared with the truth."""
+"""The sync into a real PostgreSQL server (tests/support/postgres.py), compared with the truth."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def pg(harness: Harness, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch) -> 
 
 def _unexpected(warnings: list[str]) -> list[str]:
     """dlt's warnings but the one the PostgreSQL loader format decision accepts: it turns
-    Arrow items into insert statements row by row (pipelines/warehouse.py says why)."""
+    Arrow items into insert statements row by row (feedback_sync/warehouse/target.py says why)."""
     return [w for w in warnings if "ArrowToInsertValuesWriter" not in w]
 
 

@@ -12,8 +12,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pipelines.push.run import PushResult, run_push
-from pipelines.push.settings import PushSettings
+from feedback_sync.push.run import PushResult, run_push
+from feedback_sync.push.settings import PushSettings
+
 from tests.sync.harness import Harness
 
 BOT = "feedback-bot@example.net"

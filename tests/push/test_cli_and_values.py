@@ -7,10 +7,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from feedback_sync.app.cli import main
+from feedback_sync.push import values
+from feedback_sync.push.values import BadValue
 
-from pipelines.cli import main
-from pipelines.push import values
-from pipelines.push.values import BadValue
 from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import Harness
 

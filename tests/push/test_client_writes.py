@@ -7,10 +7,9 @@ import json
 
 import httpx
 import pytest
-
-from pipelines.feedback.client import FeedbackClient
-from pipelines.feedback.errors import ApiError, NotFound, OutcomeUnknown, RetriesExhausted
-from pipelines.feedback.settings import FeedbackSettings
+from feedback_sync.api.client import FeedbackClient
+from feedback_sync.api.settings import FeedbackSettings
+from feedback_sync.errors import ApiError, NotFound, OutcomeUnknown, RetriesExhausted
 
 KEY = "sekret-key-123"
 

@@ -11,12 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from feedback_sync.push.kinds import marked_key
 
-from pipelines.push.kinds import marked_key
 from tests.push.helpers import BOT, accounts, kill_during_writes, push, write_csv, writes
 from tests.sync.harness import Harness
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
 
 
 @pytest.mark.slow

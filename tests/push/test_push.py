@@ -10,9 +10,9 @@ from typing import Any
 
 import duckdb
 import pytest
+from feedback_sync.errors import ConfigError
+from feedback_sync.push.kinds import marked_key
 
-from pipelines.feedback.errors import ConfigError
-from pipelines.push.kinds import marked_key
 from tests.push.helpers import BOT, NEW, accounts, push, write_counts, write_csv, writes
 from tests.sync.harness import Harness
 
@@ -333,7 +333,7 @@ def _targets_with(tmp: Path, target: str, header: str, value: str) -> Path:
     """A copy of sql/push where one target's header line says ``value``."""
     import shutil
 
-    from pipelines.push.targets import PUSH_DIR
+    from feedback_sync.push.targets import PUSH_DIR
 
     folder = tmp / "push-sql"
     shutil.copytree(PUSH_DIR, folder)
@@ -351,8 +351,8 @@ def test_deletes_only_when_opted_in_and_only_what_it_pushed(
 ) -> None:
     import io
 
-    from pipelines.push.run import run_push
-    from pipelines.push.settings import PushSettings
+    from feedback_sync.push.run import run_push
+    from feedback_sync.push.settings import PushSettings
 
     def run(push_dir: Path | None = None) -> Any:
         harness.mark_requests()
@@ -415,8 +415,8 @@ def test_a_note_whose_author_failed_is_held_then_lands_next_run(
 def test_modes_insert_and_update(harness: Harness, synced: Path, tmp_path: Path, mode: str) -> None:
     import io
 
-    from pipelines.push.run import run_push
-    from pipelines.push.settings import PushSettings
+    from feedback_sync.push.run import run_push
+    from feedback_sync.push.settings import PushSettings
 
     write_csv(synced / "accounts.csv", accounts(harness.dump()))
     harness.mark_requests()

@@ -9,11 +9,11 @@ from typing import Any
 
 import duckdb
 import pytest
+from feedback_sync.app.cli import main
+from feedback_sync.app.report import write
+from feedback_sync.models.project import ModelError
 
-from pipelines.browser import open_page
-from pipelines.cli import main
-from pipelines.models import ModelError
-from pipelines.report import write
+from tests.support.browser import open_page
 from tests.sync.harness import Harness
 
 CHARTS = ("demand", "cadence", "activity", "funnel", "coverage")
@@ -84,7 +84,7 @@ def test_report_without_marts_says_what_to_run(
 def test_the_cadence_chart_keeps_months_without_posts() -> None:
     from datetime import date
 
-    from pipelines.report import _stacked_columns
+    from feedback_sync.app.report import _stacked_columns
 
     rows = [
         {

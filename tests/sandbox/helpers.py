@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-
-from sandbox.app import SandboxApp
+from feedback_sync.sandbox.app import SandboxApp
 
 
 async def walk(

@@ -8,10 +8,10 @@ import time
 
 import httpx
 import pytest
+from feedback_sync.sandbox.app import SandboxApp
+from feedback_sync.sandbox.server import RunningSandbox
+from feedback_sync.sandbox.testing import TEST_API_KEY, SandboxTransport
 
-from sandbox.app import SandboxApp
-from sandbox.server import RunningSandbox
-from sandbox.testing import TEST_API_KEY, SandboxTransport
 from tests.sandbox.helpers import set_switches
 
 

@@ -14,7 +14,7 @@ import httpx
 
 
 def feedback_sync(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pipelines.cli", *args]
+    return [sys.executable, "-m", "feedback_sync.app.cli", *args]
 
 
 def test_sandbox_command_serves_and_prints_url_and_key(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from feedback_sync.sandbox.app import SandboxApp, create_app
+from feedback_sync.sandbox.seed import SCALES, build_store
+from feedback_sync.sandbox.testing import SandboxTransport
 
-from sandbox.app import SandboxApp, create_app
-from sandbox.seed import SCALES, build_store
-from sandbox.testing import SandboxTransport
 from tests.sandbox.helpers import idxs, walk
 
 
@@ -126,7 +126,7 @@ async def test_mutate_by_counts_and_bad_plans(
 async def test_dump_is_the_ground_truth_the_api_serves(
     sandbox_app: SandboxApp, sandbox_client: httpx.AsyncClient
 ) -> None:
-    from sandbox.app import SandboxState
+    from feedback_sync.sandbox.state import SandboxState
 
     state: SandboxState = sandbox_app.state
     state.configure({"timestamp_format": "iso"})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from feedback_sync.sandbox.app import SandboxApp
+from feedback_sync.sandbox.testing import TEST_API_KEY, SandboxTransport
 
-from sandbox.app import SandboxApp
-from sandbox.testing import TEST_API_KEY, SandboxTransport
 from tests.sandbox.helpers import idxs, set_switches, store_order, walk
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
+from feedback_sync.sandbox.app import SandboxApp
 
-from sandbox.app import SandboxApp
 from tests.sandbox.helpers import idxs, set_switches, store_order, walk, walk_links
 
 PLAIN = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
@@ -205,7 +205,7 @@ async def test_announcement_filters(
 
     dated = sorted(a.published_at for a in every if a.published_at is not None)
     middle = dated[len(dated) // 2]
-    from sandbox.timefmt import format_iso
+    from feedback_sync.sandbox.timefmt import format_iso
 
     moment = format_iso(middle)
     rows, _ = await walk(sandbox_client, "/announcements", {"published_after": moment})

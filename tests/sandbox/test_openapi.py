@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hypothesis
 import schemathesis
+from feedback_sync.sandbox.app import create_app
+from feedback_sync.sandbox.testing import TEST_API_KEY
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -16,9 +18,6 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-
-from sandbox.app import create_app
-from sandbox.testing import TEST_API_KEY
 
 APP = create_app("tiny", 1, api_key=TEST_API_KEY)
 SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", APP)

@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 import pytest
+from feedback_sync.sandbox.app import SandboxApp
 
-from sandbox.app import SandboxApp
 from tests.sandbox.helpers import idxs, set_switches, store_order, walk
 
 DELETED = {"success": True}

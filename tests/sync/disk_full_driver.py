@@ -65,7 +65,7 @@ def main() -> int:
     subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={args['size']}", "tmpfs", str(folder)], check=True
     )
-    sync = [sys.executable, "-m", "pipelines.cli", "sync", "--destination", "parquet"]
+    sync = [sys.executable, "-m", "feedback_sync.app.cli", "sync", "--destination", "parquet"]
     sync += ["--parquet-dir", str(folder), "--pipelines-dir", str(work / "pipelines")]
     sync += ["--progress-every", "3600"]
     report: dict[str, Any] = {}

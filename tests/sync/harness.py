@@ -1,7 +1,7 @@
 """End-to-end test harness: a live sandbox, a sync into a temporary DuckDB file, and the
 server's ground truth (``/_sandbox/dump``) turned into the rows each table should hold.
 
-The expected rows are derived here, independently of ``pipelines.feedback.shaping``, from
+The expected rows are derived here, independently of ``feedback_sync.source.shaping``, from
 the dump's API-shaped records.
 """
 
@@ -19,12 +19,11 @@ from typing import Any
 
 import duckdb
 import httpx
-
-from pipelines.feedback.screening import REJECTED_TABLE
-from pipelines.feedback.settings import FeedbackSettings
-from pipelines.sync import SyncResult, run_sync
-from pipelines.warehouse import Target
-from sandbox.server import RunningSandbox
+from feedback_sync.api.settings import FeedbackSettings
+from feedback_sync.app.sync import SyncResult, run_sync
+from feedback_sync.sandbox.server import RunningSandbox
+from feedback_sync.source.screening import REJECTED_TABLE
+from feedback_sync.warehouse.target import Target
 
 Rows = Counter[tuple[Any, ...]]
 
@@ -389,7 +388,9 @@ class Harness:
         # storage options for it (an object store's address and keys)
         self.delta_uri: str | None = None
         self.delta_storage: dict[str, str] | None = None
-        self.delta_store: Any = None  # the object store the tables are in (sandbox/objectstore.py)
+        self.delta_store: Any = (
+            None  # the object store the tables are in (tests/support/objectstore.py)
+        )
 
     def close(self) -> None:
         self.control.close()

@@ -9,10 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
-from pipelines.feedback.arrow import POSITION, Tabulator
-from pipelines.feedback.shaping import DataError
-from pipelines.feedback.types import ColumnTypes
+from feedback_sync.source.arrow import POSITION, Tabulator
+from feedback_sync.source.shaping import DataError
+from feedback_sync.source.types import ColumnTypes
 
 
 def _tables(items: list[Any]) -> dict[str, pa.Table]:

@@ -7,11 +7,11 @@ import json
 import shutil
 from typing import Any
 
+import feedback_sync.app.sync as sync_module
 import httpx
 import pytest
+from feedback_sync.warehouse import appends
 
-import pipelines.sync as sync_module
-from pipelines import appends
 from tests.sync.harness import Harness, Intercept
 
 

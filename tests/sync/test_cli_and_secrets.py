@@ -12,14 +12,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from feedback_sync.api.settings import FeedbackSettings
+from feedback_sync.errors import ConfigError
+from feedback_sync.sandbox.server import RunningSandbox
 
-from pipelines.feedback.errors import ConfigError
-from pipelines.feedback.settings import FeedbackSettings
-from sandbox.server import RunningSandbox
 from tests.push.helpers import accounts, push, write_csv
 from tests.sync.harness import Harness
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
 
 
 def _env(server: RunningSandbox | None, tmp: Path, **extra: str) -> dict[str, str]:

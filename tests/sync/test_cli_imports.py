@@ -12,8 +12,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from feedback_sync.app.status import _read_with_dlt, render, status_report
 
-from pipelines.status import _read_with_dlt, render, status_report
 from tests.sync.harness import Harness
 
 HEAVY = (
@@ -27,12 +27,12 @@ HEAVY = (
     "psycopg2",
     "sqlglot",
     "starlette",
-    "pipelines.feedback.source",
-    "pipelines.sync",
+    "feedback_sync.source.source",
+    "feedback_sync.app.sync",
 )
 PROBE = """
 import json, sys
-from pipelines.cli import main
+from feedback_sync.app.cli import main
 try:
     code = main(sys.argv[1:])
 except SystemExit as exit:
@@ -99,7 +99,7 @@ def test_the_source_keeps_its_section(monkeypatch: pytest.MonkeyPatch) -> None:
     ``sources/feedback`` stay where they were."""
     monkeypatch.setenv("SOURCES__FEEDBACK__BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("SOURCES__FEEDBACK__API_KEY", "not-used")
-    from pipelines.feedback import feedback
+    from feedback_sync.source import feedback
 
     source = feedback(full=True)
     assert (source.section, source.name) == ("feedback", "feedback")
@@ -137,7 +137,7 @@ def test_status_asks_dlt_where_its_settings_name_the_file(harness: Harness) -> N
     result = _probe(["status"], cwd=harness.tmp)
     assert result["code"] == 0 and "dlt" in result["heavy"], result
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "status"],
+        [sys.executable, "-m", "feedback_sync.app.cli", "status"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -155,14 +155,15 @@ def test_the_sandbox_command_imports_only_the_server() -> None:
     announcement served)."""
     code = (
         "import json, sys\n"
-        "from pipelines.cli import build_parser\n"
+        "from feedback_sync.app.cli import build_parser\n"
         "build_parser()\n"
-        "from sandbox.app import create_app\n"
-        "from sandbox.server import bind, serve_forever\n"
+        "from feedback_sync.sandbox.app import create_app\n"
+        "from feedback_sync.sandbox.server import bind, serve_forever\n"
         "create_app('tiny', 1)\n"
-        f"roots = {sorted({m.split('.')[0] for m in HEAVY} - {'starlette', 'pipelines'})!r}\n"
+        f"roots = {sorted({m for m in HEAVY if '.' not in m} - {'starlette'})!r}\n"
+        f"modules = {sorted(m for m in HEAVY if '.' in m)!r}\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
-        "set(roots + ['markdown_it']))))\n"
+        "set(roots + ['markdown_it']) | set(modules) & set(sys.modules))))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -185,7 +186,7 @@ def test_the_command_ends_without_the_teardown_but_with_its_exit_work(
         "import atexit, sys\n"
         "atexit.register(lambda: print('exit handler ran'))\n"
         f"sys.argv = ['feedback-sync', *{argv!r}]\n"
-        "from pipelines.cli import run\n"
+        "from feedback_sync.app.cli import run\n"
         "run()\n"
         "print('after run')\n"
     )
@@ -215,7 +216,7 @@ sys.meta_path.insert(0, WatchArrow())
 def note(phase, info):
     if phase != "start":
         return
-    sync = sys.modules.get("pipelines.sync")
+    sync = sys.modules.get("feedback_sync.app.sync")
     if sync is not None and hasattr(sync, "run_sync"):
         collections["after"] += 1
     elif "dlt" in sys.modules:
@@ -234,10 +235,10 @@ def report():
 
 atexit.register(report)
 sys.argv = ["feedback-sync", "sync"]
-if "{entry}" == "module":  # python -m pipelines.cli
+if "{entry}" == "module":  # python -m feedback_sync.app.cli
     import runpy
-    runpy.run_module("pipelines.cli", run_name="__main__", alter_sys=True)
-from pipelines import cli
+    runpy.run_module("feedback_sync.app.cli", run_name="__main__", alter_sys=True)
+from feedback_sync.app import cli
 sys.exit(cli.{entry}())  # run() ends the process itself
 """
 
@@ -253,9 +254,9 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
     collector off, freezes the objects they made (never scanned again), collects after
     ``GC_GENERATION0_THRESHOLD`` new objects, and gives Arrow the system allocator unless
     the user chose one, and skips httpx's command-line client; so does ``python -m
-    pipelines.cli``; ``main``, which tests call in their own process, leaves the process
+    feedback_sync.app.cli``; ``main``, which tests call in their own process, leaves the process
     as it found it. The command here stops on a missing setting, after its imports."""
-    from pipelines.cli import ARROW_POOL, GC_GENERATION0_THRESHOLD
+    from feedback_sync.app.cli import ARROW_POOL, GC_GENERATION0_THRESHOLD
 
     env = {
         k: v
@@ -318,7 +319,7 @@ def test_a_load_into_a_duckdb_file_shows_its_credentials_without_sqlalchemy(
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from pipelines.warehouse import Target\n"
+        "from feedback_sync.warehouse.target import Target\n"
         f"target = Target(duckdb_path=Path({str(path)!r}), "
         f"pipelines_dir=Path({str(tmp_path / 'pipelines')!r}))\n"
         "pipeline = target.pipeline()\n"
@@ -359,7 +360,7 @@ def test_each_pipeline_takes_the_duckdb_settings_of_its_own_start(
     """Runs in one process (a Prefect worker, a test session) each read the DuckDB
     settings as they are when they start, dlt's pipeline-scoped ones included: the
     credentials handed to dlt are made anew, in the pipeline's config section."""
-    from pipelines.warehouse import Target
+    from feedback_sync.warehouse.target import Target
 
     seen = []
     for limit, pragma in (("300MB", "enable_progress_bar"), ("400MB", "enable_profiling")):

@@ -19,8 +19,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-
-from pipelines.feedback.client import (
+from feedback_sync.api.client import (
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,
     MAX_RETRY_AFTER_SECONDS,
@@ -28,14 +27,14 @@ from pipelines.feedback.client import (
     RateLimiter,
     Slots,
 )
-from pipelines.feedback.errors import (
+from feedback_sync.api.settings import FeedbackSettings
+from feedback_sync.errors import (
     ApiError,
     NotFound,
     RetriesExhausted,
     Unreachable,
     redact_url,
 )
-from pipelines.feedback.settings import FeedbackSettings
 
 BASE = "https://api.test/v1"
 KEY = "sekret-key-123"
@@ -822,7 +821,7 @@ def test_an_urgent_request_takes_the_next_free_slot_before_earlier_waiters() -> 
 
 def test_integers_beyond_64_bits_are_parsed_exactly() -> None:
     """orjson reads 2**64 + 1 as a float; such bodies take the exact (stdlib) parser."""
-    from pipelines.feedback.client import parse_json
+    from feedback_sync.api.client import parse_json
 
     body = (
         b'{"data": [{"n": 18446744073709551617, "m": -123456789012345678901234567890, "f": 0.5}]}'

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from pipelines.cli import main
+from feedback_sync.app.cli import main
 
 
 def test_demo_runs_a_full_then_a_normal_sync(

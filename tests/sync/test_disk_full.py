@@ -11,8 +11,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from feedback_sync.sandbox.server import RunningSandbox
 
-from sandbox.server import RunningSandbox
 from tests.sync.harness import COLUMNS, Harness, expected_rows, landed_rows
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-
-from pipelines.export import write_parquet
-from pipelines.warehouse import DUCKDB_MEMORY_LIMIT
+from feedback_sync.warehouse.export import write_parquet
+from feedback_sync.warehouse.target import DUCKDB_MEMORY_LIMIT
 
 
 def test_wide_rows_export_within_the_default_memory_limit(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from feedback_sync.api.settings import RESOURCES
 
-from pipelines.feedback.settings import RESOURCES
 from tests.sync.harness import COLUMNS, Harness
 
 ROOTS = list(RESOURCES)
@@ -270,9 +270,8 @@ def test_a_machine_whose_state_is_behind_resumes_from_the_destinations(
     backup): a run from the folder whose state is behind takes the newer state the
     destination holds, and one whose state is current skips dlt's restore."""
     from dlt.pipeline.pipeline import Pipeline
-
-    from pipelines import sync as sync_module
-    from pipelines.warehouse import Target
+    from feedback_sync.app import sync as sync_module
+    from feedback_sync.warehouse.target import Target
 
     restores: list[str] = []
     real = Pipeline.sync_destination

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from feedback_sync.source.idea_entries import pack_idea, unpack_idea
 
-from pipelines.feedback.idea_entries import pack_idea, unpack_idea
 from tests.sync.harness import Harness
 
 

@@ -17,10 +17,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-
-from pipelines.feedback.client import FeedbackClient
-from pipelines.feedback.errors import ApiError, NotFound, RetriesExhausted
-from pipelines.feedback.paging import (
+from feedback_sync.api.client import FeedbackClient
+from feedback_sync.api.paging import (
     Chain,
     CursorPaginator,
     LinkCursorPaginator,
@@ -28,7 +26,8 @@ from pipelines.feedback.paging import (
     PageNumberPaginator,
     walk,
 )
-from pipelines.feedback.settings import FeedbackSettings
+from feedback_sync.api.settings import FeedbackSettings
+from feedback_sync.errors import ApiError, NotFound, RetriesExhausted
 
 BASE = "https://api.test/v1"
 KEY = "sekret-key-123"
@@ -631,7 +630,7 @@ def test_walks_of_one_client_share_its_threads_and_close_ends_them() -> None:
 def test_an_urgent_walk_is_not_queued_behind_the_fan_outs_requests() -> None:
     """More fan-out requests waiting than the client has threads for them: a list read
     page by page (urgent) still goes next, not after the queued fan-out."""
-    from pipelines.feedback.client import THREADS_PER_SLOT
+    from feedback_sync.api.client import THREADS_PER_SLOT
 
     server = FakeServer(delay=0.05)  # slow enough that a busy machine starts a thread
     waiting = THREADS_PER_SLOT + 12  # one slot (max_concurrency=1): 12 more than threads

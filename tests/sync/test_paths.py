@@ -8,9 +8,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from feedback_sync.app.sync import run_sync
+from feedback_sync.warehouse.target import Target
 
-from pipelines.sync import run_sync
-from pipelines.warehouse import Target
 from tests.sync.harness import Harness
 
 

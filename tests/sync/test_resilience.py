@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
+from feedback_sync.app.failures import causes, explain
+from feedback_sync.errors import ApiError, RetriesExhausted
 
-from pipelines.failures import causes, explain
-from pipelines.feedback.errors import ApiError, RetriesExhausted
 from tests.sync.harness import Harness, Intercept, error
 
 
@@ -123,26 +123,26 @@ def test_a_fatal_answer_names_resource_request_and_message(harness: Harness) -> 
     assert "api_key=***" in message and harness.server.api_key not in message
 
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
 
 
 @pytest.mark.slow
 def test_a_crash_between_load_and_reconcile_is_finished_by_the_next_run(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pipelines.sync
+    import feedback_sync.app.sync
 
     harness.sync(full=True)
     changes = harness.mutate(seed=13, counts={"followers": {"delete": 3}})
-    real = pipelines.sync.reconcile
+    real = feedback_sync.app.sync.reconcile
 
     def crash(*args: Any, **kwargs: Any) -> dict[str, int]:
         raise Crash("killed after the load, before the deletes")
 
-    monkeypatch.setattr(pipelines.sync, "reconcile", crash)
+    monkeypatch.setattr(feedback_sync.app.sync, "reconcile", crash)
     with pytest.raises(Crash):
         harness.sync(full=True)
-    monkeypatch.setattr(pipelines.sync, "reconcile", real)
+    monkeypatch.setattr(feedback_sync.app.sync, "reconcile", real)
     result = harness.sync()  # a normal run: it would not reconcile followers by itself
     assert result.rows_removed.get("followers") == 3
     gone = set(changes["followers"]["deleted"])

@@ -21,12 +21,12 @@ import httpx
 import pyarrow as pa
 import pytest
 from dlt.common.normalizers.naming import snake_case
+from feedback_sync.app.failures import explain
+from feedback_sync.errors import LoadFailed
+from feedback_sync.sandbox.server import RunningSandbox
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.failures import explain
-from pipelines.feedback.errors import LoadFailed
-from sandbox.server import RunningSandbox
 from tests.sync.harness import Harness, Intercept, fold_variants
 
 SCALARS = st.one_of(
@@ -427,7 +427,7 @@ def test_a_first_package_left_pending_then_refused_leaves_no_rows_behind(
     """A first run dies before its load; the next run loads that package first, and the
     followers copy fails for good after the other tables landed: the recovered package is
     aborted, its rows are deleted from the tables it appended to, and the run goes on."""
-    import pipelines.sync as sync_module
+    import feedback_sync.app.sync as sync_module
 
     def killed(*args: Any) -> None:
         raise RuntimeError("killed before the load")
@@ -496,6 +496,6 @@ def test_a_column_the_warehouse_cannot_take_fails_naming_table_and_column(
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    from pipelines.failures import causes
+    from feedback_sync.app.failures import causes
 
     return causes(exc)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from feedback_sync.errors import ConfigError
+from feedback_sync.sandbox.server import RunningSandbox
 
-from pipelines.feedback.errors import ConfigError
-from sandbox.server import RunningSandbox
 from tests.sync.harness import Harness
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
+CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
 
 
 def _loaded(pipelines_dir: Path) -> dict[str, list[Path]]:

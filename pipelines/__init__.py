@@ -1,1 +1,0 @@
-"""feedback-sync: the dlt source, the reverse sync and the command line."""

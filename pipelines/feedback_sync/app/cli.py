@@ -1,0 +1,598 @@
+"""``feedback-sync``: the command line.
+
+Subcommands:
+    sync      pull the Feedback API into DuckDB, Parquet or another dlt destination
+    status    the saved state per resource and the row counts of the warehouse
+    models    build the SQL models of sql/ (staging views, marts); --list describes them
+    report    write a self-contained HTML dashboard drawn from the marts
+    push      push curated warehouse rows back through the API (a preview; --apply sends)
+    sandbox   run the reference server on loopback (tests, demos, benchmarks)
+    demo      reference server, full sync, a change at the server, normal sync, summary
+
+Exit codes: 0 success, 1 the run failed, 2 bad input or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import ipaddress
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+# The command line's process-wide policies, applied around the imports a command makes up
+# front (``_heavy_imports``; modules a command imports later, such as the SQL models after
+# a sync's load, are collected as usual). ``run`` (the console script) and ``python -m
+# feedback_sync.app.cli`` turn them on; ``main``, which tests call in their own process, leaves
+# the process as it found it:
+# - Python's cyclic garbage collector. A command's imports (dlt, Arrow, DuckDB, httpx: about
+#   85,000 objects that live as long as the process) ran some 200 collections, and each
+#   full collection of the run after them walked them all again: 0.19-0.21 s of a 2.3 s
+#   `small` full sync, all of it holding the GIL the request threads wait for. So the
+#   imports run with the collector off, what they made is frozen (``gc.freeze``: never
+#   scanned again), and the run collects after this many new objects instead of 700: a
+#   sync's rows are plain dicts freed by reference counting, so the collector there only
+#   finds the odd cycle; 0.04 s of collections left in the same run. (Cycles the imports
+#   leave behind are frozen too, never freed: the collections during the imports used to
+#   free about 480 objects, kept now for the life of a command.)
+# - Arrow's memory pool: the system allocator unless the user chose one
+#   (``ARROW_DEFAULT_MEMORY_POOL``). pyarrow's default, mimalloc, maps its memory in 2 MB
+#   huge pages the kernel zeroes as each is first touched: 4% of a `small` full sync's CPU
+#   (perf), and more peak memory (`small` 317 -> 248 MB, `medium` 589 -> 486 MB) for no
+#   speed at `medium` (25.8 s either way); `small`'s answers replayed without a network,
+#   1.58 -> 1.44 s (medians of 8).
+# - httpx's command-line client (``httpx._main``), which httpx imports whenever click, rich
+#   and pygments are installed (Prefect installs them): 40-45 ms of every command that
+#   imports httpx, for a client this process never runs. It is marked absent, so httpx
+#   takes its own fallback (``httpx.main`` says the CLI is not installed).
+_TUNE_PROCESS = False
+GC_GENERATION0_THRESHOLD = 10_000
+ARROW_POOL = "system"
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed without a traceback, exit code 2."""
+
+
+@contextlib.contextmanager
+def _heavy_imports() -> Iterator[None]:
+    """A command's heavy imports, under the command line's process policies (above)."""
+    if not _TUNE_PROCESS:
+        yield
+        return
+    # read by pyarrow when its default pool is first asked for
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.set_threshold(GC_GENERATION0_THRESHOLD, *gc.get_threshold()[1:])
+        if collecting:
+            gc.enable()
+
+
+def _target_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--destination",
+        default="duckdb",
+        metavar="duckdb|parquet|delta|NAME",
+        help="duckdb (default: data/warehouse.duckdb, or DESTINATION__DUCKDB__CREDENTIALS), "
+        "parquet (files under --parquet-dir), delta (Delta tables at "
+        "DESTINATION__FILESYSTEM__BUCKET_URL, else under --delta-dir), or any dlt "
+        "destination by name (postgres: DESTINATION__POSTGRES__CREDENTIALS)",
+    )
+    p.add_argument("--dataset", default="feedback", help="dataset (schema) name (default feedback)")
+    p.add_argument(
+        "--parquet-dir",
+        default="data/parquet",
+        help="folder of the Parquet output (default data/parquet)",
+    )
+    p.add_argument(
+        "--delta-dir",
+        default="data/delta",
+        help="the Delta target's local folder: its models file, and its tables when no "
+        "bucket_url is configured (default data/delta)",
+    )
+    p.add_argument(
+        "--pipelines-dir", help="dlt's working folder (default: dlt's, ~/.dlt/pipelines)"
+    )
+
+
+def _wait_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="when another run holds the warehouse, wait up to this long for it to end "
+        "(default 0: fail at once, exit 1)",
+    )
+
+
+def _target(args: argparse.Namespace) -> Any:
+    if not args.destination.strip():
+        raise UsageError("--destination must not be empty")
+    if not args.dataset.replace("_", "").isalnum():
+        raise UsageError(f"--dataset must be letters, digits and underscores, got {args.dataset!r}")
+    # checked first: a bad argument is answered before dlt is imported
+    from pathlib import Path
+
+    from feedback_sync.warehouse.target import Target
+
+    return Target(
+        destination=args.destination.strip(),
+        dataset=args.dataset,
+        parquet_dir=Path(args.parquet_dir),
+        pipelines_dir=Path(args.pipelines_dir) if args.pipelines_dir else None,
+        delta_dir=Path(args.delta_dir),
+    )
+
+
+def _wait(args: argparse.Namespace) -> float:
+    wait = float(args.wait)
+    if not wait >= 0:  # also refuses nan
+        raise UsageError(f"--wait must be a number of seconds >= 0, got {args.wait}")
+    return wait
+
+
+def _sync_parser(sub: Any) -> None:
+    from feedback_sync.api.settings import RESOURCES
+
+    p = sub.add_parser(
+        "sync",
+        help="pull the Feedback API into the warehouse (incremental; --full reads everything)",
+        description="Pull every resource of the Feedback API into DuckDB (default), Parquet "
+        "or any dlt destination. A normal run fetches only what changed where the API "
+        "allows it; --full reads everything and removes rows deleted at the source. "
+        "Settings: section [sources.feedback] of .dlt/config.toml and .dlt/secrets.toml, "
+        "or SOURCES__FEEDBACK__* environment variables.",
+    )
+    p.add_argument("--full", action="store_true", help="read everything; reconcile deletes")
+    p.add_argument(
+        "--no-models",
+        action="store_true",
+        help="do not build the SQL models after the load (feedback-sync models does it later)",
+    )
+    p.add_argument(
+        "--resources",
+        metavar="a,b",
+        help=f"only these resources (comma-separated): {', '.join(RESOURCES)}",
+    )
+    _target_arguments(p)
+    _wait_argument(p)
+    p.add_argument(
+        "--progress-every", type=float, default=5.0, metavar="SECONDS", help=argparse.SUPPRESS
+    )
+    p.set_defaults(run=_run_sync)
+
+
+def _run_sync(args: argparse.Namespace) -> int:
+    from feedback_sync.errors import ConfigError
+
+    resources = (
+        [r.strip() for r in args.resources.split(",") if r.strip()] if args.resources else None
+    )
+    if args.resources is not None and not resources:
+        raise UsageError("--resources needs at least one resource name")
+    lock_wait = _wait(args)
+    target = _target(args)  # bad arguments are answered before the sync's imports
+    with _heavy_imports():
+        from feedback_sync.app.sync import run_sync
+
+    try:
+        result = run_sync(
+            target,
+            full=args.full,
+            resources=resources,
+            progress_every=args.progress_every,
+            models=not args.no_models,
+            lock_wait=lock_wait,
+        )
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    print(result.summary())
+    if result.models_error is not None:
+        print(f"feedback-sync sync: error: {result.models_error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _models_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "models",
+        help="build the SQL models (staging views, marts) in the warehouse; --list shows them",
+        description="Apply the SQL models of sql/ in dependency order: staging views (schema "
+        "staging) and mart tables (schema marts), in the DuckDB warehouse, or for Parquet in "
+        "<parquet-dir>/models.duckdb over views of the files (marts also written to "
+        "<parquet-dir>/marts/). One transaction: a failing model changes nothing.",
+    )
+    p.add_argument(
+        "--list", action="store_true", help="describe every model (grain, key, columns) and exit"
+    )
+    p.add_argument(
+        "--sql-dir",
+        help="the models folder (sources.toml, staging/, marts/); default: this project's sql/",
+    )
+    _target_arguments(p)
+    _wait_argument(p)
+    p.set_defaults(run=_run_models)
+
+
+def _run_models(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    with _heavy_imports():
+        from feedback_sync.models.project import ModelError, apply, describe, load_project
+
+    try:
+        project = load_project(Path(args.sql_dir)) if args.sql_dir else load_project()
+        if args.list:
+            print(describe(project))
+            return 0
+        result = apply(_target(args), project, lock_wait=_wait(args))
+    except ModelError as exc:
+        print(f"feedback-sync models: error: {exc}", file=sys.stderr)
+        return 1
+    print(result.summary())
+    return 0
+
+
+def _status_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "status",
+        help="saved state per resource and row counts per table",
+        description="Show the state the last successful sync saved (cursors, windows, "
+        "ideas tracked) and the rows per table in the warehouse.",
+    )
+    _target_arguments(p)
+    p.set_defaults(run=_run_status)
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    from feedback_sync.errors import ConfigError
+
+    with _heavy_imports():
+        from feedback_sync.app.status import status_report
+
+    try:
+        print(status_report(_target(args)))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
+def _report_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write a self-contained HTML dashboard drawn from the marts",
+        description="Write one HTML file (styles and SVG charts inline; it fetches nothing) "
+        "with revenue-weighted demand by idea, announcement cadence, comment activity, the "
+        "status funnel and integration coverage, from the marts the last sync or "
+        "`feedback-sync models` built.",
+    )
+    p.add_argument(
+        "--output", default="data/report.html", help="the HTML file (default data/report.html)"
+    )
+    _target_arguments(p)
+    p.set_defaults(run=_run_report)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    with _heavy_imports():
+        from feedback_sync.app.report import write
+        from feedback_sync.models.project import ModelError
+
+    try:
+        report = write(_target(args), Path(args.output))
+    except ModelError as exc:
+        print(f"feedback-sync report: error: {exc}", file=sys.stderr)
+        return 1
+    print(report.summary())
+    return 0
+
+
+def _push_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "push",
+        help="push curated warehouse rows back through the API (preview; --apply sends)",
+        description="Compare each push target of sql/push/ (the desired state, from curated "
+        "inputs and the marts) with the service and the push journal, and print what would "
+        "change: creates, updates, deletes, unchanged, invalid rows, with samples and "
+        "payloads. Nothing is sent without --apply. Exit codes: 0 everything planned "
+        "landed, 1 rows invalid, rejected or held, a target refused, or the run failed, "
+        "2 bad input or configuration.",
+    )
+    p.add_argument("--apply", action="store_true", help="send the writes (default: preview only)")
+    p.add_argument(
+        "--targets",
+        metavar="a,b",
+        help="only these targets (default: every target whose curated inputs exist)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="send a target even when its desired set is empty or it would change more than "
+        "push.max_change_share of the rows it pushed before",
+    )
+    p.add_argument("--curated-dir", help="folder of curated files (default data/curated)")
+    p.add_argument("--samples", type=int, help="changed rows shown per target (default 5)")
+    _target_arguments(p)
+    _wait_argument(p)
+    p.set_defaults(run=_run_push)
+
+
+def _run_push(args: argparse.Namespace) -> int:
+    from feedback_sync.errors import ConfigError
+
+    with _heavy_imports():
+        from feedback_sync.push.run import run_push
+        from feedback_sync.push.settings import load_push_settings
+
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()] if args.targets else None
+    if args.targets is not None and not targets:
+        raise UsageError("--targets needs at least one target name")
+    try:
+        push_settings = load_push_settings(curated_dir=args.curated_dir, sample_size=args.samples)
+        result = run_push(
+            _target(args),
+            targets=targets,
+            apply=args.apply,
+            force=args.force,
+            push_settings=push_settings,
+            lock_wait=_wait(args),
+        )
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    print(result.report(push_settings.sample_size))
+    return result.exit_code()
+
+
+def _sandbox_parser(sub: Any) -> None:
+    from feedback_sync.sandbox.scales import SCALES
+    from feedback_sync.sandbox.settings import (
+        ANNOUNCEMENT_ORDERS,
+        FAULT_KINDS,
+        LAST_PAGE_AFTER,
+        TIMESTAMP_FORMATS,
+    )
+
+    p = sub.add_parser(
+        "sandbox",
+        help="run the reference server (the Feedback API v1) on loopback",
+        description="Run the reference server: a seeded, local implementation of the "
+        "Feedback API v1, with switches for the contract's variants and faults. "
+        "Its /_sandbox control routes need no key: it listens on loopback only.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="loopback address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port; 0 picks a free one (default 8765)")
+    p.add_argument("--scale", choices=list(SCALES), default="demo", help="seeded data size")
+    p.add_argument("--seed", type=int, default=1, help="data seed (same seed, same data)")
+    p.add_argument(
+        "--api-key",
+        default=os.environ.get("FEEDBACK_SANDBOX_API_KEY"),
+        help="the key clients must send (default: $FEEDBACK_SANDBOX_API_KEY, else a random one)",
+    )
+    p.add_argument(
+        "--no-custom-attributes",
+        action="store_true",
+        help="custom attributes disabled: 403 on writes, no attributes in lists",
+    )
+    p.add_argument(
+        "--no-ideas-endpoint", action="store_true", help="switch off the /ideas extension (404)"
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="RPS",
+        help="requests per second per key (429 with Retry-After past it)",
+    )
+    p.add_argument("--latency-ms", type=float, default=0.0, help="added latency per request")
+    p.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        help="share of /v1 requests that fail on purpose (0..1)",
+    )
+    p.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
+    p.add_argument(
+        "--fault-kinds",
+        default=",".join(FAULT_KINDS),
+        help=f"comma-separated subset of {','.join(FAULT_KINDS)}",
+    )
+    p.add_argument(
+        "--stall-seconds", type=float, default=30.0, help="how long a stalled answer waits"
+    )
+    p.add_argument("--timestamp-format", choices=TIMESTAMP_FORMATS, default="contract")
+    p.add_argument(
+        "--last-page-after",
+        choices=LAST_PAGE_AFTER,
+        default="cursor",
+        help="pagination.after on the last page: the contract's cursor, null, "
+        "or the request's own cursor repeated",
+    )
+    p.add_argument("--announcement-order", choices=ANNOUNCEMENT_ORDERS, default="oldest_first")
+    p.add_argument(
+        "--page-overlap",
+        type=int,
+        default=0,
+        help="each page of a cursor list starts with this many items of the page before",
+    )
+    p.add_argument(
+        "--total-offset",
+        type=int,
+        default=0,
+        help="pagination.total is off by this much (a count that disagrees with the items)",
+    )
+    p.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="listen on a non-loopback address (the control routes have no auth)",
+    )
+    p.add_argument("--ready-file", help="write {base_url, api_key} as JSON here once listening")
+    p.set_defaults(run=_run_sandbox)
+
+
+def _run_sandbox(args: argparse.Namespace) -> int:
+    import time
+
+    from feedback_sync.sandbox.app import create_app
+    from feedback_sync.sandbox.server import bind, serve_forever
+    from feedback_sync.sandbox.settings import SettingsError
+
+    try:
+        loopback = args.host == "localhost" or ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        raise UsageError(f"--host: not an IP address: {args.host!r}") from None
+    if not loopback and not args.allow_non_loopback:
+        raise UsageError(
+            f"--host {args.host} is not a loopback address; the control routes "
+            "have no authentication (pass --allow-non-loopback to insist)"
+        )
+    settings = {
+        "custom_attributes": not args.no_custom_attributes,
+        "ideas_endpoint": not args.no_ideas_endpoint,
+        "rate_limit_per_second": args.rate_limit,
+        "latency_ms": args.latency_ms,
+        "timestamp_format": args.timestamp_format,
+        "last_page_after": args.last_page_after,
+        "announcement_order": args.announcement_order,
+        "page_overlap": args.page_overlap,
+        "total_offset": args.total_offset,
+        "faults": {
+            "rate": args.fault_rate,
+            "seed": args.fault_seed,
+            "kinds": [k.strip() for k in args.fault_kinds.split(",") if k.strip()],
+            "stall_seconds": args.stall_seconds,
+        },
+    }
+    started = time.perf_counter()
+    print(
+        f"feedback-sync sandbox: seeding scale {args.scale!r}, seed {args.seed} ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        app = create_app(args.scale, args.seed, api_key=args.api_key, settings=settings)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    root = f"http://{host}:{port}"
+    counts = app.state.counts()
+    print(
+        f"seeded in {time.perf_counter() - started:.1f}s: "
+        + ", ".join(f"{n} {name}" for name, n in counts.items()),
+        file=sys.stderr,
+    )
+    print(f"base URL: {root}/v1")
+    print(f"API key:  {app.state.settings.api_key}")
+    print(f"OpenAPI:  {root}/openapi.json")
+    print(f"control:  {root}/_sandbox/  (tests and demos only; no auth)")
+    print("Ctrl-C stops it.", flush=True)
+    if args.ready_file:
+        # written aside and renamed: a reader polling for the file never sees half of it
+        partial = f"{args.ready_file}.partial"
+        with open(partial, "w", encoding="utf-8") as fh:
+            json.dump({"base_url": f"{root}/v1", "api_key": app.state.settings.api_key}, fh)
+        os.replace(partial, args.ready_file)
+    serve_forever(app, sock)
+    return 0
+
+
+def _demo_parser(sub: Any) -> None:
+    p = sub.add_parser("demo", help="start the reference server, change data, show a summary")
+    p.add_argument("--scale", default="demo", choices=["tiny", "demo", "large"])
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(run=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    with _heavy_imports():
+        from feedback_sync.app import demo
+
+    return demo.run(args.scale, args.seed)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="feedback-sync",
+        description="Move a feedback service's data into a warehouse and back.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _sync_parser(sub)
+    _status_parser(sub)
+    _models_parser(sub)
+    _report_parser(sub)
+    _push_parser(sub)
+    _sandbox_parser(sub)
+    _demo_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+        return code
+    except UsageError as exc:
+        print(f"feedback-sync {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        from feedback_sync.app.failures import explain
+
+        message, code = explain(exc)
+        if message is None:
+            raise
+        print(f"feedback-sync {args.command}: error: {message}", file=sys.stderr)
+        return code
+
+
+def run() -> None:
+    """The ``feedback-sync`` command: ``main`` under the process policies above
+    (``_heavy_imports``), then a quick exit.
+
+    Once a command is done, the interpreter's own teardown would spend 0.3 s (a fifth of a
+    sync with nothing to do) collecting the million objects dlt's imports made, memory the
+    operating system takes back at once anyway. So the exit does what a normal one must
+    (flush the output, close the logs, run the exit handlers: temporary folders, DuckDB's)
+    and then ends the process without the teardown. Where a thread is still running, the
+    normal exit waits for it instead. Tests call ``main``, which returns, and so does
+    ``python -m feedback_sync.app.cli`` (for profilers and coverage tools that write after it).
+    """
+    global _TUNE_PROCESS
+    _TUNE_PROCESS = True
+    code = main()
+    import atexit
+    import threading
+
+    if threading.active_count() > 1:
+        sys.exit(code)
+    logging.shutdown()
+    atexit._run_exitfuncs()  # what sys.exit would run; os._exit runs none
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    # the console script's process, without its quick exit (for profilers and coverage)
+    _TUNE_PROCESS = True
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Turning a failed run into one line a person can act on (the CLI's last resort).
+
+dlt wraps what a resource raised (``PipelineStepFailed`` -> ``ResourceExtractionError`` ->
+our error); this walks the chain for the error that says what happened.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from feedback_sync.errors import (
+    ApiError,
+    ConfigError,
+    FeedbackError,
+    LoadFailed,
+    RetriesExhausted,
+)
+from feedback_sync.source.shaping import DataError
+
+LOCKED = "Could not set lock on file"
+# a destination server that refused the credentials (libpq's words): configuration, exit 2
+REFUSED_LOGIN = ("password authentication failed", "no password supplied", "does not exist")
+NO_SPACE = "No space left on device"  # strerror(ENOSPC), as DuckDB and the OS word it
+
+
+def causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything it wraps: dlt's ``.exception``, causes and contexts."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo += [getattr(current, "exception", None), current.__cause__, current.__context__]
+    return seen
+
+
+def explain(exc: BaseException) -> tuple[str | None, int]:
+    """``(message, exit code)`` for a failure we can describe, else ``(None, 1)``."""
+    from dlt.common.configuration.exceptions import ConfigFieldMissingException
+    from dlt.common.destination.exceptions import UnknownDestinationModule
+
+    from feedback_sync.warehouse.runlock import WarehouseBusy
+
+    chain = causes(exc)
+    if any(isinstance(error, KeyboardInterrupt) for error in chain):
+        return "interrupted; the next run resumes from the last committed state", 130
+    for error in chain:
+        if isinstance(error, ConfigError):
+            return str(error), 2
+        if isinstance(error, UnknownDestinationModule):
+            return f"--destination: {str(error).splitlines()[0]}", 2
+        if isinstance(error, ConfigFieldMissingException):
+            missing = ", ".join(f"`{field}`" for field in error.fields)
+            return (
+                f"the destination is not configured: missing {missing} "
+                f"(see dlt's docs for {error.spec_name}; e.g. DESTINATION__<NAME>__CREDENTIALS)",
+                2,
+            )
+    for error in chain:
+        if _cannot_connect(error):
+            first = _first_line(error)
+            if any(words in first for words in REFUSED_LOGIN):
+                return (
+                    f"the destination refused the login: {first} (check "
+                    "DESTINATION__<NAME>__CREDENTIALS)",
+                    2,
+                )
+            return f"cannot connect to the destination: {first}", 1
+    for error in chain:
+        if isinstance(error, WarehouseBusy | LoadFailed):
+            return str(error), 1
+        if isinstance(error, FeedbackError | DataError):
+            return f"{error}. Nothing from this run was committed; the next run resumes.", 1
+    # the error that says it itself (dlt's wrappers quote it deeper in their text)
+    full = [e for e in chain if _disk_full(e) and NO_SPACE in _first_line(e)]
+    full += [e for e in chain if isinstance(e, OSError) and e.errno == errno.ENOSPC]
+    for error in full[:1]:
+        first = _first_line(error)
+        if isinstance(error, OSError) and error.filename and str(error.filename) not in first:
+            first = f"{first} ({error.filename})"
+        return (
+            f"the disk is full: {first}. Nothing of this run was committed; free some "
+            "space and run again (the next run finishes what this one left)",
+            1,
+        )
+    for error in chain:
+        if LOCKED in str(error):
+            return (
+                "the DuckDB file is in use by another process (only one writer at a time): "
+                + str(error).split("\n")[0],
+                1,
+            )
+    return None, 1
+
+
+def _disk_full(error: BaseException) -> bool:
+    """A write that failed for want of space (Python's, or DuckDB's in its message)."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return True
+    return NO_SPACE in str(error)
+
+
+def _cannot_connect(error: BaseException) -> bool:
+    """A database driver's failure to connect or a lost connection (PostgreSQL's psycopg2
+    says ``OperationalError``; dlt says ``DestinationConnectionError``)."""
+    if LOCKED in str(error):
+        return False  # DuckDB's file lock, which dlt also calls a connection error
+    kind = type(error)
+    if kind.__name__ == "DestinationConnectionError":
+        return True
+    return kind.__name__ == "OperationalError" and kind.__module__.startswith("psycopg2")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when running again later may well succeed: the network or the service was in
+    trouble (the client's retries ran out), the destination failed a job it calls
+    retryable, or another run (or process) held the warehouse. False for bad configuration, bad
+    data, a load the warehouse refused for good, a request the service refused (4xx) and
+    anything not recognised: retrying those only repeats the failure.
+
+    The one place that decides what a scheduler (Prefect's task retries) may retry.
+    """
+    import httpx
+    from dlt.common.destination.exceptions import (
+        DestinationTerminalException,
+        DestinationTransientException,
+    )
+
+    from feedback_sync.warehouse.runlock import WarehouseBusy
+
+    chain = causes(exc)
+    for error in chain:
+        # a cause that is known for good wins over a transient-looking wrapper
+        if isinstance(error, ConfigError | LoadFailed | DataError | DestinationTerminalException):
+            return False
+        if isinstance(error, ApiError) and not isinstance(error, RetriesExhausted):
+            return False
+    for error in chain:
+        if _cannot_connect(error):
+            # a server that is down or restarting may be back; a refused login will not be
+            return not any(words in _first_line(error) for words in REFUSED_LOGIN)
+        if isinstance(error, RetriesExhausted | httpx.TransportError | WarehouseBusy):
+            return True
+        if isinstance(error, DestinationTransientException) or LOCKED in str(error):
+            return True
+    return False

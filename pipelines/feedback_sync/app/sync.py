@@ -1,0 +1,653 @@
+"""``feedback-sync sync``: one run of the forward sync, from the API into the warehouse.
+
+Order of a run:
+
+1. finish what a run that died left behind (extracted or normalized packages not loaded),
+   then align the local state with the destination's;
+2. extract (the source streams pages; progress is printed every few seconds), normalize,
+   load: state travels in the same load package as the data, so it is committed with it;
+3. reconcile deletes for the resources read completely;
+4. for Parquet, write the touched tables out;
+5. build the SQL models of ``sql/`` (unless switched off; DuckDB, Parquet and PostgreSQL
+   targets);
+6. summarize.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import httpx
+from dlt.common.destination.exceptions import DestinationUndefinedEntity
+from dlt.pipeline.pipeline import Pipeline
+
+from feedback_sync.api.settings import RESOURCES, FeedbackSettings, load_settings
+from feedback_sync.app.failures import causes
+from feedback_sync.errors import ConfigError, LoadFailed, redact_url
+from feedback_sync.source.arrow import PARENT_KEYS
+from feedback_sync.source.context import SyncRun
+from feedback_sync.source.screening import REJECTED_TABLE
+from feedback_sync.source.source import feedback
+from feedback_sync.warehouse import runlock
+from feedback_sync.warehouse.appends import owe, settle, warehouse_tables
+from feedback_sync.warehouse.export import data_tables, export_parquet
+from feedback_sync.warehouse.reconcile import is_delta, reconcile, replace_children
+from feedback_sync.warehouse.target import Target, keep_loaded_packages, newest_state_sql
+
+if TYPE_CHECKING:
+    from feedback_sync.models.project import BuildResult
+
+log = logging.getLogger("feedback_sync")
+
+
+@dataclass
+class SyncResult:
+    """What a run did, for the summary and for tests."""
+
+    target: str
+    full: bool
+    seconds: float = 0.0
+    requests: int = 0
+    retries: int = 0
+    requests_by_resource: dict[str, int] = field(default_factory=dict)
+    rows_loaded: dict[str, int] = field(default_factory=dict)
+    rows_removed: dict[str, int] = field(default_factory=dict)
+    table_rows: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    complete: list[str] = field(default_factory=list)
+    ideas_endpoint: bool | None = None
+    recovered_packages: int = 0
+    load_id: str | None = None
+    exported: dict[str, int] = field(default_factory=dict)
+    delete_mode: str = "hard"
+    models: BuildResult | None = None
+    models_error: str | None = None
+    # seconds per step, in run order: fetch (dlt's extract), load (normalize, load, stale
+    # child rows and deletes), then parquet and models when they ran
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        """Keeps the seconds the block took as ``phases[step]``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[step] = time.perf_counter() - started
+
+    def summary(self) -> str:
+        """A short, readable account of the run."""
+        kind = "full sync" if self.full else "sync"
+        steps = ", ".join(f"{name} {seconds:.1f}s" for name, seconds in self.phases.items())
+        lines = [
+            f"{kind} into {self.target} finished in {self.seconds:.1f}s"
+            f"{f' ({steps})' if steps else ''}: "
+            f"{self.requests:,} requests ({self.retries:,} retried)"
+        ]
+        if self.recovered_packages:
+            lines.append(
+                f"  first loaded {self.recovered_packages} package(s) a previous run left pending"
+            )
+        removed_word = "marked deleted" if self.delete_mode == "soft" else "removed"
+        width = max([len(t) for t in self.table_rows] + [5])
+        lines.append(f"  {'table':<{width}}  {'loaded':>9}  {removed_word:>14}  {'now':>10}")
+        for table in sorted(self.table_rows):
+            lines.append(
+                f"  {table:<{width}}  {self.rows_loaded.get(table, 0):>9,}  "
+                f"{self.rows_removed.get(table, 0):>14,}  {self.table_rows[table]:>10,}"
+            )
+        rejected = self.rows_loaded.get(REJECTED_TABLE, 0)
+        if rejected:
+            lines.append(
+                f"  {rejected:,} item(s) the API sent could not land as rows (no idx, or keys "
+                f"that collide); each is kept whole, with the reason, in {REJECTED_TABLE}"
+                + (f" (_dlt_load_id = '{self.load_id}')" if self.load_id else "")
+            )
+        if self.ideas_endpoint is False:
+            lines.append("  /ideas is not served: ideas were discovered from other resources")
+        for resource, count in sorted(self.skipped.items()):
+            lines.append(f"  {resource}: skipped {count} idea(s) that no longer exist (404)")
+        if self.exported:
+            lines.append(f"  wrote {len(self.exported)} Parquet file(s)")
+        if self.models is not None:
+            lines.append(f"  {self.models.summary()}")
+        if self.models_error is not None:
+            lines.append(f"  models FAILED (the synced data is kept): {self.models_error}")
+        return "\n".join(lines)
+
+
+class Progress:
+    """Prints what the run has fetched so far, every ``every`` seconds, until stopped."""
+
+    def __init__(self, run: SyncRun, out: IO[str], every: float = 5.0) -> None:
+        self._run = run
+        self._out = out
+        self._every = every
+        self._stop = threading.Event()
+        self._started = time.perf_counter()
+        self._thread = threading.Thread(target=self._loop, name="sync-progress", daemon=True)
+
+    def __enter__(self) -> Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._every):
+            self.line()
+
+    def line(self) -> None:
+        stats = self._run.client.stats
+        parts = [
+            f"{name} {stats.rows_by_resource.get(name, 0):,}"
+            for name in RESOURCES
+            if stats.by_resource.get(name)
+        ]
+        print(
+            f"sync: {time.perf_counter() - self._started:5.1f}s  {stats.requests:,} requests "
+            f"({stats.retries:,} retried); rows fetched: {', '.join(parts) or 'none yet'}",
+            file=self._out,
+            flush=True,
+        )
+
+
+def check_resources(names: Sequence[str] | None) -> tuple[str, ...] | None:
+    if not names:
+        return None
+    unknown = [n for n in names if n not in RESOURCES]
+    if unknown:
+        raise ConfigError(
+            f"--resources: unknown {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(RESOURCES)}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def run_sync(
+    target: Target,
+    *,
+    full: bool = False,
+    resources: Sequence[str] | None = None,
+    settings: FeedbackSettings | None = None,
+    transport: httpx.BaseTransport | None = None,
+    out: IO[str] = sys.stderr,
+    progress_every: float = 5.0,
+    after_extract: Callable[[Pipeline], None] | None = None,
+    models: bool = True,
+    lock_wait: float = 0.0,
+) -> SyncResult:
+    """Runs one sync into ``target`` and returns what it did.
+
+    The run holds ``target``'s run lock throughout (``warehouse.runlock``): another run of
+    the same warehouse fails at once, or waits up to ``lock_wait`` seconds for this one.
+
+    Raises:
+        ConfigError: a setting or an argument is wrong (nothing was fetched).
+        WarehouseBusy: another run holds the warehouse (nothing was done).
+        FeedbackError / dlt's PipelineStepFailed: the run failed; what was loaded before
+            stays, and the next run resumes from the last committed state.
+    """
+    selected = check_resources(resources)
+    settings = settings or load_settings()
+    keep = keep_loaded_packages()
+    with runlock.hold(target, "sync", lock_wait):
+        return _run_sync(
+            target,
+            full,
+            selected,
+            settings,
+            transport,
+            out,
+            progress_every,
+            after_extract,
+            models,
+            keep,
+        )
+
+
+class _KeptOpen:
+    """Keeps the DuckDB file open while the sync's steps run, so each step's connection
+    (dlt's sql clients, each load job) joins the open database instead of opening the file
+    again and closing it after (a checkpoint each time): about 20 ms each, a dozen times a
+    run with nothing to do and once per load job (two per table) in a full sync. Closed
+    before the models, which open it with their own settings.
+
+    ``hold()`` opens it if the file exists; ``hold(create=True)`` opens it even if not, right
+    before the load, which creates the file anyway (a first run into an empty folder).
+    """
+
+    def __init__(self, target: Target) -> None:
+        self.path = target.duckdb_file()
+        self.con: Any = None
+
+    def hold(self, create: bool = False) -> None:
+        path = self.path
+        if self.con is not None or path is None:
+            return
+        if not path.exists() and not (create and path.parent.is_dir()):
+            return
+        import duckdb
+
+        # dlt's own connect (DuckDbConnectionPool.borrow_conn): the same absolute path and no
+        # settings, so DuckDB hands dlt's connections this same database
+        self.con = duckdb.connect(str(path.absolute()))
+
+    def __enter__(self) -> _KeptOpen:
+        self.hold()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+
+def _run_sync(
+    target: Target,
+    full: bool,
+    selected: tuple[str, ...] | None,
+    settings: FeedbackSettings,
+    transport: httpx.BaseTransport | None,
+    out: IO[str],
+    progress_every: float,
+    after_extract: Callable[[Pipeline], None] | None,
+    models: bool,
+    keep_packages: int,
+) -> SyncResult:
+    started = time.perf_counter()
+    result = SyncResult(target=target.describe(), full=full, delete_mode=settings.delete_mode)
+    with _KeptOpen(target) as kept:
+        pipeline = target.pipeline()
+        fmt: Any = target.loader_file_format
+
+        if pipeline.has_pending_data:
+            _recover(pipeline, target, result, out)
+        owed = _Journal(pipeline).replay(pipeline, out)
+        if owed is not None:
+            _add(result.rows_removed, owed)
+        if not _local_state_current(pipeline) and not _nothing_to_restore(pipeline, target):
+            pipeline.sync_destination()
+        existing = warehouse_tables(pipeline, target.duckdb_file())
+        if existing:
+            settle(pipeline)  # what an earlier run left owing, wherever it ran
+
+        run = SyncRun(
+            settings,
+            full=full,
+            transport=transport,
+            warehouse_tables=existing,
+        )
+        try:
+            source = feedback(run=run)
+            if selected:
+                source = source.with_resources(*selected)
+            chosen = list(source.selected_resources)
+            print(
+                f"sync: {'full' if full else 'incremental'} run of {', '.join(chosen)} "
+                f"from {redact_url(settings.base_url)} into {target.describe()}",
+                file=out,
+                flush=True,
+            )
+            with result.timed("fetch"), Progress(run, out, progress_every):
+                extract_info = pipeline.extract(
+                    source, loader_file_format=fmt, table_format=target.table_format
+                )
+            stats = run.client.stats
+            result.requests, result.retries = stats.requests, stats.retries
+            result.requests_by_resource = dict(stats.by_resource)
+        finally:
+            run.client.close()
+        load_id = extract_info.loads_ids[-1] if extract_info.loads_ids else None
+        result.load_id = load_id
+        complete = set(run.complete)
+        if full:
+            complete |= {"comments", "integration_links"}
+        result.complete = sorted(complete & set(chosen))
+        # what this run still owes after its load, kept where a crash cannot lose it
+        journal = _Journal(pipeline)
+        journal.write(load_id, result.complete, settings.delete_mode, target.is_parquet)
+        if after_extract is not None:
+            after_extract(pipeline)
+        with result.timed("load"):
+            kept.hold(create=True)
+            if existing is not None:
+                # the tables this load may append to (any other) owe a settle after it
+                owe(pipeline, existing)
+            normalize_info, _ = _normalize_and_load(pipeline, out)
+            result.rows_loaded = {
+                table: count
+                for table, count in normalize_info.row_counts.items()
+                if not table.startswith("_dlt")
+            }
+            settle(pipeline)  # one row per key in the tables this load appended to
+            if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):
+                # a parent row came again: its child rows not in this load are gone
+                _add(result.rows_removed, replace_children(pipeline, load_id, existing))
+            if load_id is not None and result.complete:
+                gone = ", ".join(result.complete)
+                print(
+                    f"sync: removing rows the service no longer has ({gone}) ...",
+                    file=out,
+                    flush=True,
+                )
+                _add(
+                    result.rows_removed,
+                    reconcile(pipeline, load_id, result.complete, settings.delete_mode, existing),
+                )
+            _prune_state_history(pipeline)
+            _prune_loaded_packages(pipeline, keep_packages)
+
+            result.ideas_endpoint = run.ideas_endpoint
+            result.skipped = dict(run.skipped)
+            result.table_rows = table_counts(pipeline)
+        if target.is_parquet:
+            touched = set(result.rows_loaded) | set(result.rows_removed)
+            for root in result.rows_removed:
+                touched |= {t for t in result.table_rows if t.startswith(f"{root}__")}
+            missing = {
+                t for t in result.table_rows if not (target.parquet_dir / f"{t}.parquet").exists()
+            }
+            if result.recovered_packages or owed is not None:
+                touched = set(result.table_rows)  # an earlier run's load may not be written out
+            with result.timed("parquet"):
+                written = sorted((touched | missing) & set(result.table_rows))
+                result.exported = export_parquet(pipeline, target.parquet_dir, written)
+        journal.clear()
+    if models and target.builds_models:
+        print("sync: building the SQL models ...", file=out, flush=True)
+        with result.timed("models"):
+            # imported here: a sync told not to build the models never loads them
+            from feedback_sync.models.project import ModelError
+            from feedback_sync.models.project import apply as apply_models
+
+            try:
+                result.models = apply_models(target, reuse=True)
+            except ModelError as exc:
+                result.models_error = str(exc)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _local_state_current(pipeline: Pipeline) -> bool:
+    """Whether the state in dlt's working folder is the one the destination committed last
+    (the same version hash), with its schemas: then ``sync_destination``, which would
+    restore the same state, is not needed (it costs dlt's destination set-up, 0.15 s).
+    Anything else (no local state, another machine's newer load, a destination that cannot
+    be asked this way) lets dlt restore."""
+    if is_delta(pipeline) or not pipeline.default_schema_name:
+        return False
+    if pipeline.default_schema_name not in pipeline.schema_names:
+        return False
+    local = pipeline.state.get("_version_hash")
+    if not local:
+        return False
+    try:
+        with pipeline.sql_client() as client:
+            states = client.make_qualified_table_name("_dlt_pipeline_state")
+            loads = client.make_qualified_table_name("_dlt_loads")
+            rows = client.execute_sql(
+                newest_state_sql(states, loads, "version_hash", "%s"), pipeline.pipeline_name
+            )
+    except Exception:  # no dataset yet, or tables dlt has not made: dlt decides
+        return False
+    return bool(rows) and rows[0][0] == local
+
+
+def _nothing_to_restore(pipeline: Pipeline, target: Target) -> bool:
+    """Whether dlt's restore (``sync_destination``) could only find nothing: a pipeline
+    with no local state and no DuckDB file yet. dlt would create the file to look in it
+    (0.05-0.1 s of a first run); with local state it must run (a warehouse file deleted
+    since wipes the state, so the next run starts over)."""
+    path = target.duckdb_file()
+    return path is not None and not path.exists() and not pipeline.has_data
+
+
+def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str]) -> None:
+    """Loads what a run that died left pending; a package that cannot load is given up.
+
+    Giving a package up loses nothing: its state was never committed, so this run reads its
+    rows again from the cursors the destination holds.
+    """
+    print("sync: loading what the previous run left pending ...", file=out, flush=True)
+    result.recovered_packages = len(pipeline.list_extracted_load_packages()) + len(
+        pipeline.list_normalized_load_packages()
+    )
+    existing = warehouse_tables(pipeline, target.duckdb_file())
+    if existing is not None:
+        owe(pipeline, existing)  # the pending package may append to new tables
+    try:
+        _, recovered = _normalize_and_load(pipeline)
+    except LoadFailed as exc:
+        print(f"sync: a package an earlier run left could not be loaded: {exc}", file=out)
+        recovered = None
+    for loaded in recovered.loads_ids if recovered is not None else ():
+        _add(result.rows_removed, replace_children(pipeline, loaded))
+    if pipeline.has_pending_data:
+        # dlt could not even start on them (say, a run killed before its schema was saved)
+        print("sync: giving up packages dlt cannot load; their rows are read again", file=out)
+        pipeline.abort_packages()
+
+
+def _add(totals: dict[str, int], counts: dict[str, int]) -> None:
+    for table, count in counts.items():
+        totals[table] = totals.get(table, 0) + count
+
+
+def _normalize_and_load(pipeline: Pipeline, out: IO[str] | None = None) -> tuple[Any, Any]:
+    """Normalizes and loads; a package dlt gives up on for good does not stay behind.
+
+    The state saved at extract (new cursors) travels in the package. A load job that fails
+    terminally (dlt's ``auto_abort_on_terminal_error``, set in ``warehouse.Target``) aborts
+    the package: nothing of it is committed in ``_dlt_loads``, its state with it, and dlt
+    rewinds the local state. Local state is dropped as well, so the next run restores the
+    state the destination holds and reads the same rows again; it is never wedged retrying a
+    package that cannot load. A transient failure (a lock, a lost connection) leaves the
+    package pending for the next run to load first.
+
+    Tables the package appended to (new to the warehouse: no staging copy held them back)
+    may hold rows of the aborted package: ``appends.settle`` deletes them (should that
+    fail, its record in the warehouse has the next run do it).
+
+    Raises:
+        LoadFailed: a load job failed for good; names the table, the column where the
+            warehouse says which, and its reason.
+    """
+    try:
+        if out is not None:
+            print("sync: normalizing ...", file=out, flush=True)
+        info = pipeline.normalize()
+        if out is not None:
+            print("sync: loading ...", file=out, flush=True)
+        loaded = pipeline.load()
+    except Exception as exc:
+        if not pipeline.has_pending_data:
+            log.warning(
+                "the load was abandoned; dropping local state so the next run resumes "
+                "from the state the destination holds"
+            )
+            pipeline.drop()
+            _settle_after_abort(pipeline)
+        failed = _terminal_job_failure(exc)
+        if failed is not None:
+            raise LoadFailed(failed) from exc
+        raise
+    return info, loaded
+
+
+_LOAD_ID = re.compile(r"\d+(\.\d+)?")
+_SOURCE_COLUMN = re.compile(r'source column "?([^"\s]+)"?')
+
+
+def _settle_after_abort(pipeline: Pipeline) -> None:
+    """Deletes an aborted package's rows from the tables it appended to; best effort (the
+    load's own error is the one reported, and the record stays for the next run)."""
+    try:
+        settle(pipeline)
+    except Exception as exc:
+        log.warning("the aborted load's appended rows are left for the next run: %s", exc)
+
+
+def _terminal_job_failure(exc: BaseException) -> str | None:
+    """One line for a load job that failed for good, or None for any other failure."""
+    from dlt.load.exceptions import LoadClientJobFailed
+
+    for error in causes(exc):
+        if isinstance(error, LoadClientJobFailed):
+            table = str(error.job_id).split(".", 1)[0]
+            # the destination's own message; dlt's failed_message is a whole traceback
+            own = str(error.client_exception or "").strip()
+            told = own or str(error.failed_message)
+            lines = [line.strip() for line in told.splitlines() if line.strip()]
+            lines = lines or ["no reason given"]
+            reason = lines[0] if own else lines[-1]
+            column = _SOURCE_COLUMN.search(reason)
+            where = f"table {table}" + (f", column {column.group(1)}" if column else "")
+            return (
+                f"the warehouse refused the load of {where}: {reason}. The run's load package "
+                "was aborted: its state was not committed, so the next run reads its rows "
+                "again"
+            )
+    return None
+
+
+def _prune_state_history(pipeline: Pipeline, keep: int = 10) -> None:
+    """dlt stores the whole state with every load and never deletes old versions; with
+    per-idea cursors that is about 1 MB a run at 20,000 ideas. Keep the last ``keep``.
+    (dlt's filesystem destination keeps its own count of state files, ``max_state_files``.)"""
+    if is_delta(pipeline):
+        return
+    try:
+        with pipeline.sql_client() as client:
+            table = client.make_qualified_table_name("_dlt_pipeline_state")
+            client.execute_sql(
+                f"delete from {table} where pipeline_name = %s and version < "
+                f"(select max(version) from {table} where pipeline_name = %s) - %s",
+                pipeline.pipeline_name,
+                pipeline.pipeline_name,
+                keep - 1,
+            )
+    except Exception as exc:  # housekeeping must not fail a good run
+        log.warning("could not prune old state versions: %s", exc)
+
+
+def _prune_loaded_packages(pipeline: Pipeline, keep: int) -> None:
+    """Deletes all but the newest ``keep`` loaded packages from dlt's working folder (0 keeps
+    all; ``warehouse.KEEP_LOADED_PACKAGES``)."""
+    if keep <= 0:
+        return
+    from dlt.common.storages import LoadStorage, LoadStorageConfiguration
+
+    try:
+        storage = LoadStorage(
+            False,
+            [],
+            LoadStorageConfiguration(load_volume_path=os.path.join(pipeline.working_dir, "load")),
+        )
+        # load ids are Unix timestamps, so their numbers order the packages; a folder not
+        # named like one is not dlt's package and is left alone
+        numbered = [i for i in storage.list_loaded_packages() if _LOAD_ID.fullmatch(i)]
+        for load_id in sorted(numbered, key=float)[:-keep]:
+            storage.delete_loaded_package(load_id)
+    except Exception as exc:  # housekeeping must not fail a good run
+        log.warning("could not delete old load packages: %s", exc)
+
+
+class _Journal:
+    """What a run owes after its load (reconcile, Parquet export), in dlt's working folder.
+
+    Written before the load and cleared at the end of the run; a run that finds one replays
+    it once the package it names has landed, so a crash between load and reconcile (or
+    export) cannot leave deletes unapplied or Parquet files stale.
+    """
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.path = Path(pipeline.working_dir) / "feedback_sync_journal.json"
+
+    def write(self, load_id: str | None, complete: list[str], mode: str, parquet: bool) -> None:
+        body = {"load_id": load_id, "complete": complete, "mode": mode, "parquet": parquet}
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(json.dumps(body))
+        os.replace(partial, self.path)
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def replay(self, pipeline: Pipeline, out: IO[str]) -> dict[str, int] | None:
+        """Does what the last run left undone; rows removed, or None when nothing was owed."""
+        if not self.path.exists():
+            return None
+        body = json.loads(self.path.read_text())
+        load_id = body.get("load_id")
+        if not load_id or not _landed(pipeline, load_id):
+            self.clear()  # its package never landed: nothing to finish
+            return None
+        print("sync: finishing what the previous run left after its load ...", file=out)
+        removed = replace_children(pipeline, load_id)
+        _add(
+            removed,
+            reconcile(pipeline, load_id, body.get("complete", []), body.get("mode", "hard")),
+        )
+        self.clear()
+        return removed
+
+
+def _landed(pipeline: Pipeline, load_id: str) -> bool:
+    """Whether the destination recorded ``load_id`` as complete. A destination that cannot
+    be asked raises: the journal is kept for a run that can."""
+    if is_delta(pipeline):
+        from feedback_sync.warehouse import delta  # pyarrow.dataset and delta-rs: only for Delta
+
+        return delta.load_completed(pipeline, load_id)
+    try:
+        with pipeline.sql_client() as client:
+            rows = client.execute_sql(
+                f"select count(*) from {client.make_qualified_table_name('_dlt_loads')} "
+                "where load_id = %s and status = 0",
+                load_id,
+            )
+    except DestinationUndefinedEntity:  # no dataset yet
+        return False
+    return bool(rows and rows[0][0])
+
+
+def table_counts(pipeline: Pipeline) -> dict[str, int]:
+    """Rows per data table in the destination (empty when nothing was loaded yet)."""
+    if is_delta(pipeline):
+        from feedback_sync.warehouse import delta
+
+        return delta.table_counts(pipeline)
+    counts: dict[str, int] = {}
+    try:
+        tables = data_tables(pipeline)
+    except Exception:
+        tables = [
+            name for name in pipeline.default_schema.data_table_names() if not name.startswith("_")
+        ]
+    if not tables:
+        return counts
+    with pipeline.sql_client() as client:
+        # one statement for all: each round trip through dlt's client costs more than a count
+        rows = client.execute_sql(
+            " union all ".join(
+                f"select %s, count(*) from {client.make_qualified_table_name(table)}"
+                for table in tables
+            ),
+            *tables,
+        )
+    for name, count in rows or ():
+        counts[str(name)] = int(count)
+    return counts

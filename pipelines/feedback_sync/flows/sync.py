@@ -1,0 +1,413 @@
+"""The Prefect flow ``feedback-sync``: sync, models, data checks, assets and artifacts.
+
+One run:
+
+1. takes the warehouse's writer slot (a global concurrency limit, ``strict``: a missing
+   limit is an error, never a silent free-for-all), so two runs never write one warehouse;
+2. **sync** (task): the CLI's own ``run_sync``, not a subprocess. Prefect retries it only
+   when ``feedback_sync.app.failures.is_transient`` says so (network trouble, retries exhausted at
+   the API, a transient destination failure); the sync's resume (pending packages, state
+   read back from the destination) makes a retry safe, on this machine or a fresh one;
+3. **models** (task): the SQL models of ``sql/``;
+4. **data checks** (task): root keys, row counts against the previous successful run,
+   freshness, every mart built;
+5. releases the slot, reports each table the run touched and each mart whose inputs
+   changed as a materialized asset (rows, load id, checks), and writes two keyed
+   artifacts (``flows/artifacts.py``);
+6. fails the run, naming the check, table and figure, when a check failed.
+
+Configuration is read the dlt way (``.dlt/``, ``SOURCES__FEEDBACK__*``,
+``DESTINATION__DUCKDB__CREDENTIALS``); the API key comes from a Prefect ``Secret`` block
+when one is configured (``flows/secrets.py``), and is never a parameter.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any, Literal, cast
+
+import dlt
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.assets import Asset, AssetProperties, add_asset_metadata, materialize
+from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State, TaskRun
+from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
+from prefect.concurrency.sync import concurrency
+from prefect.tasks import Task
+
+from feedback_sync.api.settings import RESOURCES, load_settings
+from feedback_sync.app.failures import explain, is_transient
+from feedback_sync.app.sync import SyncResult, check_resources, run_sync
+from feedback_sync.errors import SCRUBBER, ConfigError
+from feedback_sync.flows import artifacts, lineage
+from feedback_sync.flows.logs import RunLogStream, forwarded
+from feedback_sync.flows.secrets import api_key
+from feedback_sync.models.checks import (
+    Check,
+    ChecksFailed,
+    failed,
+    freshness_checks,
+    key_checks,
+    mart_checks,
+    row_count_checks,
+)
+from feedback_sync.models.project import BuildResult, load_project
+from feedback_sync.models.project import apply as apply_models
+from feedback_sync.warehouse.target import Target
+
+DEFAULT_RETRIES = 2
+DEFAULT_RETRY_DELAYS = (30.0, 120.0)
+DEFAULT_MAX_ROW_DROP = 0.25
+
+
+class WriterSlotMissing(Exception):
+    """The warehouse's global concurrency limit does not exist on the Prefect server."""
+
+
+def _failure(state: State[Any]) -> BaseException | None:
+    data = state.data
+    if isinstance(data, BaseException):
+        return data
+    try:
+        result = state.result(raise_on_failure=False)
+    except Exception as exc:  # the result could not be read back: judge by that error
+        return exc
+    return result if isinstance(result, BaseException) else None
+
+
+def retry_transient(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
+    """Prefect's retry condition for the sync: only failures a later attempt may fix."""
+    error = _failure(state)
+    return error is not None and is_transient(error)
+
+
+@task(name="sync", cache_policy=NO_CACHE, retry_condition_fn=retry_transient)
+def sync(target: Target, full: bool, resources: list[str] | None) -> SyncResult:
+    """``feedback-sync sync`` in-process, its output in the run's logs."""
+    logger = get_run_logger()
+    key, origin = api_key()
+    logger.info("API key from %s", origin)
+    settings = load_settings(api_key=key)
+    stream = RunLogStream(logger)
+    with forwarded(logger):
+        result = run_sync(
+            target,
+            full=full,
+            resources=resources,
+            settings=settings,
+            out=cast(IO[str], stream),
+            models=False,
+        )
+    stream.flush()
+    for line in result.summary().splitlines():
+        logger.info(line)
+    return result
+
+
+@task(name="models", cache_policy=NO_CACHE)
+def models(target: Target) -> BuildResult:
+    """The SQL models of ``sql/`` (staging views, marts), in one transaction."""
+    built = apply_models(target)
+    get_run_logger().info(built.summary())
+    return built
+
+
+@task(name="data checks", cache_policy=NO_CACHE)
+def data_checks(
+    target: Target,
+    result: SyncResult,
+    built: BuildResult | None,
+    models_error: str | None,
+    max_row_drop: float,
+    max_age_hours: dict[str, float] | None,
+) -> list[Check]:
+    """Keys, row counts against the previous successful run, freshness, marts."""
+    logger = get_run_logger()
+    pipeline = target.pipeline()
+    previous = artifacts.previous_counts(lineage.artifact_key(target, "baseline"))
+    found = [
+        *key_checks(pipeline),
+        *row_count_checks(result.table_rows, previous, max_row_drop),
+        *freshness_checks(pipeline, max_age_hours),
+        *mart_checks(built, models_error),
+    ]
+    bad = failed(found)
+    for check in bad:
+        logger.error("check FAILED: %s", check.line())
+    logger.info(
+        "checks: %d passed, %d failed, %d reported only",
+        sum(c.passed is True for c in found),
+        len(bad),
+        sum(c.passed is None for c in found),
+    )
+    return found
+
+
+def _publish(asset: Asset, upstream: list[str], by: str, metadata: dict[str, Any]) -> None:
+    """One materialization event for ``asset``, with ``upstream`` as its lineage."""
+
+    def record(metadata: dict[str, Any]) -> None:
+        add_asset_metadata(asset, metadata)
+
+    name = (asset.properties.name if asset.properties else None) or asset.key
+    materializing = materialize(
+        asset, by=by, asset_deps=list(upstream), cache_policy=NO_CACHE, name=f"asset {name}"
+    )(record)
+    materializing(metadata)
+
+
+def publish_assets(
+    target: Target,
+    base_url: str,
+    result: SyncResult,
+    built: BuildResult | None,
+    checks: list[Check],
+) -> list[str]:
+    """Reports each touched table and each mart whose inputs changed; the keys reported."""
+    touched = sorted(
+        t
+        for t in result.table_rows
+        if result.rows_loaded.get(t, 0) or result.rows_removed.get(t, 0)
+    )
+    reported: list[str] = []
+    for table in touched:
+        key = lineage.table_asset(target, table)
+        _publish(
+            Asset(key=key, properties=AssetProperties(name=table)),
+            [lineage.resource_asset(base_url, lineage.root_resource(table))],
+            "dlt",
+            {
+                "rows_loaded": result.rows_loaded.get(table, 0),
+                "rows_removed": result.rows_removed.get(table, 0),
+                "rows_now": result.table_rows.get(table, 0),
+                "load_id": result.load_id,
+                "checks": [c.as_dict() for c in checks if c.table == table],
+            },
+        )
+        reported.append(key)
+    if built is None:
+        return reported
+    reads = lineage.mart_sources(load_project())
+    for mart, rows in built.mart_rows.items():
+        sources = reads.get(mart, set())
+        if not sources & set(touched):
+            continue  # rebuilt from inputs this run did not change
+        key = lineage.mart_asset(target, mart)
+        _publish(
+            Asset(key=key, properties=AssetProperties(name=f"marts.{mart}")),
+            [lineage.table_asset(target, t) for t in sorted(sources)],
+            "feedback-sync models",
+            {
+                "rows_now": rows,
+                "load_id": result.load_id,
+                "checks": [c.as_dict() for c in checks if c.table == f"marts.{mart}"],
+            },
+        )
+        reported.append(key)
+    return reported
+
+
+def flow_target(
+    destination: str,
+    dataset: str,
+    parquet_dir: str,
+    delta_dir: str,
+    pipelines_dir: str | None = None,
+) -> Target:
+    """The target a flow's parameters name (checked: a bad one fails the run by name)."""
+    if not destination.strip():
+        raise ConfigError("destination must not be empty")
+    if not dataset.replace("_", "").isalnum():
+        raise ConfigError(f"dataset must be letters, digits and underscores, got {dataset!r}")
+    return Target(
+        destination=destination.strip(),
+        dataset=dataset,
+        parquet_dir=Path(parquet_dir),
+        delta_dir=Path(delta_dir),
+        pipelines_dir=Path(pipelines_dir) if pipelines_dir else None,
+    )
+
+
+def _retry_options() -> tuple[int, list[float]]:
+    """``[flows] sync_retries`` and ``sync_retry_delay_seconds`` (or FLOWS__SYNC_RETRIES...)."""
+    retries: Any = dlt.config.get("flows.sync_retries")
+    delays: Any = dlt.config.get("flows.sync_retry_delay_seconds")
+    try:
+        count = DEFAULT_RETRIES if retries in (None, "") else int(retries)
+        if delays in (None, ""):
+            waits = list(DEFAULT_RETRY_DELAYS)
+        elif isinstance(delays, list | tuple):
+            waits = [float(d) for d in delays]
+        else:
+            waits = [float(d) for d in str(delays).strip("[]").split(",") if d.strip()]
+    except (TypeError, ValueError):
+        raise ConfigError(
+            "FLOWS__SYNC_RETRIES must be an integer and FLOWS__SYNC_RETRY_DELAY_SECONDS a "
+            f"list of seconds, got {retries!r} and {delays!r}"
+        ) from None
+    if count < 0 or not waits or any(w < 0 for w in waits):
+        raise ConfigError("flows.sync_retries and flows.sync_retry_delay_seconds must be >= 0")
+    return count, waits
+
+
+@flow(name="feedback-sync", log_prints=False)
+def feedback_sync(
+    mode: Literal["incremental", "full"] = "incremental",
+    resources: list[str] | None = None,
+    destination: str = "duckdb",
+    dataset: str = "feedback",
+    run_models: bool = True,
+    checks: bool = True,
+    max_row_drop: float = DEFAULT_MAX_ROW_DROP,
+    max_age_hours: dict[str, float] | None = None,
+    parquet_dir: str = "data/parquet",
+    delta_dir: str = "data/delta",
+    pipelines_dir: str | None = None,
+) -> dict[str, Any]:
+    """Sync the Feedback API into the warehouse, build the models, check what landed.
+
+    Args:
+        mode: ``incremental`` reads what changed; ``full`` reads everything and removes
+            what was deleted at the source.
+        resources: only these resources (default: all).
+        destination: ``duckdb``, ``parquet``, ``delta``, ``postgres`` or another dlt
+            destination, configured the dlt way.
+        dataset: the dataset (schema) name.
+        run_models: build the SQL models after the load.
+        checks: run the data checks; a failed check fails the run.
+        max_row_drop: the share of a table's rows a run may remove before the row-count
+            check fails (0.25: a quarter).
+        max_age_hours: per resource, the oldest its newest ``created_at``/``updated_at``
+            may be before the freshness check fails (say ``{"comments": 48}``); resources
+            not named are reported only.
+        parquet_dir: the Parquet target's folder.
+        delta_dir: the Delta target's folder when no bucket is configured
+            (``DESTINATION__FILESYSTEM__BUCKET_URL``), and where its models file lives.
+        pipelines_dir: dlt's working folder (default: dlt's, ~/.dlt/pipelines). A fresh
+            one resumes from the state the destination holds.
+    """
+    logger = get_run_logger()
+    if mode not in ("incremental", "full"):
+        raise ConfigError(f"mode must be incremental or full, got {mode!r}")
+    if not 0 <= max_row_drop <= 1:
+        raise ConfigError(f"max_row_drop must be a share from 0 to 1, got {max_row_drop!r}")
+    unknown = sorted(set(max_age_hours or {}) - set(RESOURCES))
+    if unknown:
+        raise ConfigError(
+            f"max_age_hours names no resource: {', '.join(unknown)}; "
+            f"choose from {', '.join(RESOURCES)}"
+        )
+    target = flow_target(destination, dataset, parquet_dir, delta_dir, pipelines_dir)
+    selected = check_resources(resources)
+    retries, delays = _retry_options()
+    limit = lineage.concurrency_limit(target)
+    logger.info("waiting for the writer slot of %s (limit %r)", target.describe(), limit)
+    with ExitStack() as held:
+        try:
+            held.enter_context(concurrency(limit, occupy=1, strict=True))
+        except ConcurrencySlotAcquisitionError as exc:
+            if "must be created" not in str(exc):  # the server failed, the limit exists
+                _report_failure(target, mode, f"could not take the writer slot {limit!r}: {exc}")
+                raise
+            missing = (
+                f"no global concurrency limit named {limit!r} on the Prefect server ({exc}); "
+                f"create it once with: prefect gcl create {limit} --limit 1"
+            )
+            _report_failure(target, mode, missing)
+            raise WriterSlotMissing(missing) from None
+        logger.info("holding the writer slot %r", limit)
+        state = sync.with_options(retries=retries, retry_delay_seconds=delays)(
+            target, mode == "full", list(selected) if selected else None, return_state=True
+        )
+        if not state.is_completed():  # failed, crashed or cancelled
+            error = _failure(state) if state.is_failed() else None
+            told = (explain(error)[0] if error is not None else None) or state.message
+            message = SCRUBBER.scrub(f"the sync failed: {told or state.name}")
+            _report_failure(target, mode, message)
+            raise RuntimeError(message)
+        result: SyncResult = state.result()
+        built: BuildResult | None = None
+        models_error: str | None = None
+        not_built: str | None = None
+        if not run_models:
+            not_built = "run_models is off"
+        elif not target.builds_models:
+            not_built = (
+                f"they run on DuckDB, Parquet and PostgreSQL targets, not {target.describe()}"
+            )
+            logger.warning("the SQL models were not built: %s", not_built)
+        else:
+            model_state = models(target, return_state=True)
+            if model_state.is_completed():
+                built = model_state.result()
+            else:
+                error = _failure(model_state)
+                models_error = str(error) if error is not None else str(model_state.message)
+                not_built = f"the build failed: {models_error}"
+        found: list[Check] | None = None
+        if checks:
+            check_state = data_checks(
+                target, result, built, models_error, max_row_drop, max_age_hours, return_state=True
+            )
+            if check_state.is_completed():
+                found = check_state.result()
+            else:
+                error = _failure(check_state)
+                reason = SCRUBBER.scrub(str(error or check_state.message))
+                found = [Check("checks ran", "warehouse", f"the checks failed: {reason}", False)]
+        # written while the slot is held, so the next run's checks see this run's counts
+        table = artifacts.rows_table(result)
+        create_table_artifact(
+            table,
+            key=lineage.artifact_key(target, "rows"),
+            description="feedback-sync: rows per table, requests, retries, seconds per step",
+        )
+        if not failed(found or []):
+            create_table_artifact(
+                table,
+                key=lineage.artifact_key(target, "baseline"),
+                description="feedback-sync: rows per table after the last successful run",
+            )
+    reported = publish_assets(target, _base_url(), result, built, found or [])
+    skipped = artifacts.skipped_lines(result, selected, not_built)
+    create_markdown_artifact(
+        artifacts.report_markdown(result, found, skipped, limit),
+        key=lineage.artifact_key(target, "report"),
+        description="feedback-sync run report: summary, checks, what was skipped",
+    )
+    problems = failed(found or [])
+    if models_error is not None and not checks:
+        raise RuntimeError(f"the SQL models failed (the synced data is kept): {models_error}")
+    if problems:
+        raise ChecksFailed(problems)
+    return {
+        "load_id": result.load_id,
+        "rows_loaded": result.rows_loaded,
+        "rows_removed": result.rows_removed,
+        "table_rows": result.table_rows,
+        "assets": reported,
+        "checks": [c.as_dict() for c in found or []],
+    }
+
+
+def _report_failure(target: Target, mode: str, message: str) -> None:
+    """The run's artifacts when it stopped before it had anything else to say."""
+    create_table_artifact(
+        artifacts.failed_rows(mode),
+        key=lineage.artifact_key(target, "rows"),
+        description="feedback-sync: rows per table, requests, retries, seconds per step",
+    )
+    create_markdown_artifact(
+        f"# feedback-sync: {mode} run FAILED\n\n{message}\n\n"
+        "Nothing of this run was committed; the next run resumes from the last committed "
+        "state.\n",
+        key=lineage.artifact_key(target, "report"),
+        description="feedback-sync run report",
+    )
+
+
+def _base_url() -> str:
+    """The API's base URL for lineage keys (no key involved)."""
+    return load_settings(api_key="-").base_url

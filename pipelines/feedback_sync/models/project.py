@@ -1,0 +1,675 @@
+"""``feedback-sync models``: the SQL models of ``sql/``, applied in dependency order.
+
+``sql/sources.toml`` declares the loaded tables the models read and the columns they use;
+``sql/staging/*.sql`` become views in the schema ``staging`` (renames and casts only) and
+``sql/marts/*.sql`` become tables in the schema ``marts``. A model names what it reads with
+``{{ source('table') }}`` (a loaded table) and ``{{ ref('model') }}`` (another model); the
+refs give the build order.
+
+``source()`` reads only the declared columns (dlt's bookkeeping stays out; a declared
+column's type variants ``<col>__v_<type>`` are read back into it); a column that never
+arrived reads as a typed NULL, a table that never arrived as an empty relation, and in
+soft-delete mode rows marked ``_deleted_at``, and the child rows of such rows, are left out.
+
+Each file opens with a comment block: a one-line description, then ``grain:``, ``key:``
+and ``columns:`` (one ``name: meaning`` line each). ``models --list`` shows it, and the
+tests check that the documented columns are the built ones.
+
+The models are written once, in DuckDB's dialect; on PostgreSQL they are transpiled with
+sqlglot (``models/engines.py``). Everything is built in one transaction of the
+warehouse (DuckDB, or PostgreSQL): a model that fails rolls the whole build
+back (the previous models stay as they were) and raises ``ModelError`` naming the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import tomllib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from feedback_sync.models.engines import (
+    DependentViewError,
+    DuckDbEngine,
+    Engine,
+    PostgresEngine,
+    has_schema,
+)
+from feedback_sync.package_data import package_path
+from feedback_sync.source.arrow import PARENT_KEYS
+from feedback_sync.source.screening import spec_fields
+from feedback_sync.source.types import DECLARED, VARIANT
+from feedback_sync.warehouse import runlock
+from feedback_sync.warehouse.export import write_parquet
+from feedback_sync.warehouse.target import Target, duckdb_memory_limit
+
+SQL_DIR = package_path("sql")
+MARTS_SCHEMA = "marts"
+LAYERS = {"staging": "view", MARTS_SCHEMA: "table"}
+MODELS_DUCKDB = "models.duckdb"
+_CALL = re.compile(r"\{\{\s*(source|ref)\(\s*'([A-Za-z0-9_]+)'\s*\)\s*\}\}")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# where a build records what it was built from (``build(reuse=True)`` skips a build whose
+# inputs are the same): the schema is written in the same transaction as the models
+BUILD_SCHEMA = "_feedback_sync"
+BUILD_TABLE = f'"{BUILD_SCHEMA}"."models_build"'
+# a model calling one of these gives another answer for the same inputs: never reused
+_VOLATILE = re.compile(
+    r"\b(now|today|current_date|current_time|current_timestamp|localtime|localtimestamp|"
+    r"get_current_time|get_current_timestamp|random|uuid|gen_random_uuid|setseed)\b",
+    re.IGNORECASE,
+)
+
+
+class ModelError(Exception):
+    """A model that cannot be built, or a ``sql/`` folder that does not make sense."""
+
+
+@dataclass
+class Model:
+    """One SQL file of ``sql/staging`` or ``sql/marts``."""
+
+    name: str
+    layer: str
+    path: Path
+    sql: str
+    description: str = ""
+    grain: str = ""
+    key: list[str] = field(default_factory=list)
+    columns: dict[str, str] = field(default_factory=dict)
+    refs: set[str] = field(default_factory=set)
+    sources: set[str] = field(default_factory=set)
+
+    @property
+    def relation(self) -> str:
+        return f'"{self.layer}"."{self.name}"'
+
+
+@dataclass
+class Project:
+    """The declared sources and the models, in the order they are built."""
+
+    sources: dict[str, dict[str, str]]
+    models: list[Model]
+
+    def model(self, name: str) -> Model:
+        for model in self.models:
+            if model.name == name:
+                return model
+        raise KeyError(name)
+
+
+def load_project(root: Path = SQL_DIR) -> Project:
+    """Reads ``root`` (``sql/``) and orders its models.
+
+    Raises:
+        ModelError: a bad sources file, an unknown ref or source, a duplicate name, a
+            missing doc block, or a cycle; the message names the file.
+    """
+    sources_file = root / "sources.toml"
+    try:
+        raw = tomllib.loads(sources_file.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ModelError(f"{sources_file}: {exc}") from None
+    sources: dict[str, dict[str, str]] = {}
+    for table, columns in raw.items():
+        if not isinstance(columns, dict) or not all(isinstance(t, str) for t in columns.values()):
+            raise ModelError(f"{sources_file}: [{table}] must map column names to SQL types")
+        for name in [table, *columns]:
+            if not _IDENT.match(name):
+                raise ModelError(f"{sources_file}: {name!r} is not a plain identifier")
+        sources[table] = dict(columns)
+
+    found: dict[str, Model] = {}
+    for layer in LAYERS:
+        for path in sorted((root / layer).glob("*.sql")):
+            model = _parse(path, layer)
+            if model.name in found:
+                raise ModelError(f"{path}: a model named {model.name!r} is also in {layer}")
+            found[model.name] = model
+    graph: dict[str, set[str]] = {}
+    for model in found.values():
+        for ref in model.refs:
+            if ref not in found:
+                raise ModelError(f"{model.path}: ref('{ref}') names no model in {root}")
+        for source in model.sources:
+            if source not in sources:
+                raise ModelError(f"{model.path}: source('{source}') is not in {sources_file}")
+        graph[model.name] = model.refs
+    try:
+        order = list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        cycle = " -> ".join(exc.args[1])
+        raise ModelError(f"models refer to each other in a cycle: {cycle}") from None
+    return Project(sources, [found[name] for name in order])
+
+
+def _parse(path: Path, layer: str) -> Model:
+    name = path.stem
+    if not _IDENT.match(name):
+        raise ModelError(f"{path}: a model's file name must be a plain identifier")
+    sql = path.read_text(encoding="utf-8")
+    model = Model(name, layer, path, sql)
+    doc = []
+    for line in sql.splitlines():
+        if not line.startswith("--"):
+            break
+        doc.append(line[2:].strip())
+    if not doc:
+        raise ModelError(f"{path}: opens without its doc comment (description, grain, columns)")
+    model.description = doc[0].split(":", 1)[-1].strip() if doc[0].startswith(name) else doc[0]
+    in_columns = False
+    for line in doc[1:]:
+        if line.startswith("grain:"):
+            model.grain, in_columns = line[6:].strip(), False
+        elif line.startswith("key:"):
+            model.key, in_columns = [k.strip() for k in line[4:].split(",") if k.strip()], False
+        elif line.startswith("columns:"):
+            in_columns = True
+        elif in_columns and ":" in line:
+            column, meaning = line.split(":", 1)
+            model.columns[column.strip()] = meaning.strip()
+        elif in_columns and line and model.columns:
+            # a meaning carried on to the next comment line
+            last = next(reversed(model.columns))
+            model.columns[last] += " " + line
+    if not model.grain or not model.columns:
+        raise ModelError(f"{path}: the doc comment needs 'grain:' and 'columns:'")
+    for kind, target in _CALL.findall(sql):
+        (model.sources if kind == "source" else model.refs).add(target)
+    return model
+
+
+def source_sql(
+    table: str, declared: dict[str, str], dataset: str, existing: dict[str, set[str]]
+) -> str:
+    """The relation ``source('table')`` stands for: the declared columns of what landed.
+
+    A declared column reads as one value of its declared type, whatever type the column
+    was stored with, with its type variants (``<col>__v_<type>``: values that arrived with
+    another type) read back into it where they convert (text ``"2500"`` into a double);
+    ``<col>__as_sent`` holds, as text, every value that arrived with another type (a word in
+    a number column stays visible there), and is NULL for values that fitted.
+    Soft-deleted rows are left out, and so are the child rows of a soft-deleted parent.
+    """
+    present = existing.get(table)
+    if present is None:
+        columns = ", ".join(
+            f'cast(null as {t}) as "{c}", cast(null as varchar) as "{c}__as_sent"'
+            for c, t in declared.items()
+        )
+        return f"(select {columns} where false)"
+    parts = []
+    for column, kind in declared.items():
+        variants = sorted(c for c in present if c.startswith(f"{column}__v_"))
+        options = [f'cast(t."{column}" as {kind})'] if column in present else []
+        options += [f'try_cast(t."{v}" as {kind})' for v in variants]
+        value = f"coalesce({', '.join(options)})" if options else f"cast(null as {kind})"
+        sent = [f'cast(t."{v}" as varchar)' for v in variants]
+        as_sent = f"coalesce({', '.join(sent)})" if sent else "cast(null as varchar)"
+        parts.append(f'{value} as "{column}", {as_sent} as "{column}__as_sent"')
+    where = []
+    if "_deleted_at" in present:
+        where.append("t._deleted_at is null")
+    root = table.split("__", 1)[0]
+    key = PARENT_KEYS.get(root)
+    if root != table and key in present and "_deleted_at" in existing.get(root, set()):
+        where.append(
+            f'not exists (select 1 from "{dataset}"."{root}" as p '
+            f'where p.idx = t."{key}" and p._deleted_at is not null)'
+        )
+    condition = f" where {' and '.join(where)}" if where else ""
+    return f'(select {", ".join(parts)} from "{dataset}"."{table}" as t{condition})'
+
+
+TYPE_DRIFT = "type_drift"
+CUSTOM_FIELDS = "custom_fields"
+_BOOKKEEPING = ("_dlt_", "_deleted_at")
+# DuckDB's type of a stored column -> the sync's kind (source/types.py)
+_KIND_OF_TYPE = {
+    "VARCHAR": "text",
+    "JSON": "json",
+    "BIGINT": "bigint",
+    "DOUBLE": "double",
+    "BOOLEAN": "bool",
+    "TIMESTAMP WITH TIME ZONE": "timestamp",
+}
+
+
+def _row_key(table: str, columns: Iterable[str]) -> str | None:
+    """SQL for a row's key in ``table``: its ``idx``, or ``<parent idx>/<position>``."""
+    present = set(columns)
+    root = table.split("__", 1)[0]
+    parent = PARENT_KEYS.get(root)
+    if table == root and "idx" in present:
+        return 't."idx"'
+    if parent in present and "_dlt_list_idx" in present:
+        return f't."{parent}" || \'/\' || cast(t."_dlt_list_idx" as varchar)'
+    return None
+
+
+def _load_id(columns: Iterable[str]) -> str:
+    return 't."_dlt_load_id"' if "_dlt_load_id" in columns else "cast(null as varchar)"
+
+
+def type_drift_sql(dataset: str, existing: dict[str, set[str]]) -> str:
+    """``staging.type_drift``: one row per value that arrived with a type other than its
+    column's (and so sits in a ``<column>__v_<type>`` variant), in every loaded table."""
+    selects = []
+    for table in sorted(existing):
+        columns = existing[table]
+        row_key = _row_key(table, columns)
+        if row_key is None:
+            continue
+        for variant in sorted(c for c in columns if VARIANT in c):
+            column, sent_type = variant.rsplit(VARIANT, 1)
+            selects.append(
+                f"select '{table}' as table_name, {row_key} as row_key, "
+                f"'{column}' as column_name, '{sent_type}' as sent_type, "
+                f'cast(t."{variant}" as varchar) as value_as_sent, {_load_id(columns)} '
+                f'as load_id from "{dataset}"."{table}" as t where t."{variant}" is not null'
+            )
+    names = ("table_name", "row_key", "column_name", "sent_type", "value_as_sent", "load_id")
+    return _union_or_empty(selects, names)
+
+
+def custom_fields_sql(dataset: str, types: dict[str, dict[str, str]]) -> str:
+    """``staging.custom_fields``: one row per value of a field the spec does not declare
+    (a company's top-level ``plan`` or ``seats``, a field the API adds), in every table the
+    sync loads: ``field_name`` (the column's name), ``value_type`` (the kind it was stored
+    as, its variant's for a value that drifted) and ``value`` (as text; JSON as its text).
+
+    ``types`` is ``{table: {column: DuckDB type}}`` of the dataset."""
+    selects = []
+    for table in sorted(set(types) & set(DECLARED)):
+        columns = types[table]
+        row_key = _row_key(table, columns)
+        if row_key is None:
+            continue
+        for column in sorted(columns):
+            field_name = column.split(VARIANT, 1)[0]
+            if field_name in DECLARED[table] or field_name.startswith(_BOOKKEEPING):
+                continue
+            if field_name in spec_fields(table):
+                continue  # a spec field sent with another shape: staging.type_drift has it
+            if VARIANT in column:
+                kind = column.rsplit(VARIANT, 1)[1]
+            else:
+                stored = columns[column]
+                kind = _KIND_OF_TYPE.get(stored, "decimal" if "DECIMAL" in stored else "text")
+            selects.append(
+                f"select '{table}' as table_name, {row_key} as row_key, "
+                f"'{field_name}' as field_name, '{kind}' as value_type, "
+                f'cast(t."{column}" as varchar) as value, {_load_id(columns)} as load_id '
+                f'from "{dataset}"."{table}" as t where t."{column}" is not null'
+            )
+    names = ("table_name", "row_key", "field_name", "value_type", "value", "load_id")
+    return _union_or_empty(selects, names)
+
+
+def _union_or_empty(selects: list[str], names: Iterable[str]) -> str:
+    if selects:
+        return "\nunion all\n".join(selects)
+    nulls = ", ".join(f"cast(null as varchar) as {name}" for name in names)
+    return f"select {nulls} where false"
+
+
+def render(model: Model, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
+    """The model's SQL with ``source()`` and ``ref()`` replaced by relations."""
+
+    def replace(match: re.Match[str]) -> str:
+        kind, name = match.group(1), match.group(2)
+        if kind == "ref":
+            return project.model(name).relation
+        return source_sql(name, project.sources[name], dataset, existing)
+
+    return _CALL.sub(replace, model.sql)
+
+
+@dataclass
+class BuildResult:
+    """What ``build`` made: rows per mart, and the models built."""
+
+    built: list[str] = field(default_factory=list)
+    mart_rows: dict[str, int] = field(default_factory=dict)
+    missing_sources: list[str] = field(default_factory=list)
+    # when the build that is still current was made, where this one was skipped because
+    # nothing the models read had changed since (``build(reuse=True)``); None: built now
+    reused_from: Any = None
+
+    def summary(self) -> str:
+        marts = ", ".join(f"{name} {rows:,}" for name, rows in self.mart_rows.items())
+        if self.reused_from is not None:
+            line = (
+                f"models: {len(self.built)} up to date, nothing they read changed since "
+                f"their build at {self.reused_from} ({marts} rows)"
+            )
+        else:
+            line = f"models: built {len(self.built)} ({marts} rows)"
+        if self.missing_sources:
+            line += f"; read as empty (not loaded): {', '.join(self.missing_sources)}"
+        return line
+
+
+def build(
+    con: Engine | duckdb.DuckDBPyConnection,
+    dataset: str,
+    project: Project | None = None,
+    reuse: bool = False,
+) -> BuildResult:
+    """Builds every model on ``con`` (an engine, or a DuckDB connection) in one transaction.
+
+    With ``reuse``, on DuckDB, a build is skipped when nothing the models read changed since
+    the last one: the same rendered SQL, and the same rows in every ``source()`` relation
+    (counted and hashed, order aside). Models that call a clock or a random function are
+    always built.
+
+    Raises:
+        ModelError: names the model that failed and carries the database's message; nothing
+            of this build is kept.
+    """
+    engine: Engine = DuckDbEngine(con) if isinstance(con, duckdb.DuckDBPyConnection) else con
+    project = project or load_project()
+    types = engine.column_types(dataset)
+    existing = {table: set(columns) for table, columns in types.items()}
+    result = BuildResult()
+    result.missing_sources = sorted(t for t in project.sources if t not in existing)
+    rendered = [
+        (model, render(model, project, dataset, existing).strip().rstrip(";"))
+        for model in project.models
+    ]
+    views = [
+        (TYPE_DRIFT, type_drift_sql(dataset, existing)),
+        (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
+    ]
+    fingerprint = None
+    if isinstance(engine, DuckDbEngine) and not any(_VOLATILE.search(sql) for _, sql in rendered):
+        fingerprint = _fingerprint(engine, project, dataset, existing, rendered, views)
+    if reuse and fingerprint is not None:
+        stored = _last_build(engine)
+        if stored is not None and stored[0] == fingerprint and _all_there(engine, project):
+            result.built = [f"{m.layer}.{m.name}" for m in project.models]
+            result.built += [f"staging.{name}" for name, _ in views]
+            result.mart_rows = json.loads(stored[2])
+            result.reused_from = stored[1]
+            return result
+    with engine.build([*LAYERS, BUILD_SCHEMA] if fingerprint is not None else list(LAYERS)):
+        for model, sql in rendered:
+            kind = LAYERS[model.layer]
+            try:
+                engine.create(kind, model.relation, sql)
+            except engine.errors as exc:
+                raise ModelError(
+                    f"model {model.layer}.{model.name} ({model.path.name}): {exc}"
+                ) from None
+            result.built.append(f"{model.layer}.{model.name}")
+            if kind == "table":
+                rows = engine.execute(f"select count(*) from {model.relation}")
+                result.mart_rows[model.name] = int(rows[0][0]) if rows else 0
+        for name, sql in views:
+            engine.create("view", f'"staging"."{name}"', sql)
+            result.built.append(f"staging.{name}")
+        if fingerprint is not None:
+            engine.execute(
+                f"create table if not exists {BUILD_TABLE} "
+                "(fingerprint varchar, built_at timestamptz, mart_rows varchar)"
+            )
+            engine.execute(f"delete from {BUILD_TABLE}")
+            engine.execute(
+                f"insert into {BUILD_TABLE} values (?, current_timestamp, ?)",
+                [fingerprint, json.dumps(result.mart_rows)],
+            )
+    return result
+
+
+def _fingerprint(
+    engine: Engine,
+    project: Project,
+    dataset: str,
+    existing: dict[str, set[str]],
+    rendered: list[tuple[Model, str]],
+    views: list[tuple[str, str]],
+) -> str:
+    """What a build reads, as one digest: every model's and view's SQL as rendered (so the
+    columns and types that landed), and the rows of every ``source()`` relation: their count
+    and the sum of their rows' hashes."""
+    digest = hashlib.sha256()
+    for text in [sql for _, sql in rendered] + [sql for _, sql in views]:
+        digest.update(text.encode())
+        digest.update(b"\0")
+    counts = " union all ".join(
+        f"select '{name}', count(*), cast(coalesce(sum(hash(s)), 0) as varchar) "
+        f"from {source_sql(name, declared, dataset, existing)} as s"
+        for name, declared in sorted(project.sources.items())
+    )
+    for row in engine.execute(counts) if counts else ():
+        digest.update(repr(tuple(row)).encode())
+    return digest.hexdigest()
+
+
+def _all_there(engine: Engine, project: Project) -> bool:
+    """Whether every model's view or table exists (none was dropped since the build)."""
+    there = {
+        (str(schema), str(name))
+        for schema, name in engine.execute(
+            "select table_schema, table_name from information_schema.tables "
+            "where table_schema in (?, ?)",
+            list(LAYERS),
+        )
+    }
+    return all((m.layer, m.name) in there for m in project.models)
+
+
+def _last_build(engine: Engine) -> tuple[str, Any, str] | None:
+    """``(fingerprint, built_at, mart_rows)`` of the last build, if one was recorded."""
+    made = engine.execute(
+        "select 1 from information_schema.tables where table_schema = ? and table_name = ?",
+        [BUILD_SCHEMA, "models_build"],
+    )
+    if not made:
+        return None
+    rows = engine.execute(f"select fingerprint, built_at, mart_rows from {BUILD_TABLE}")
+    return (str(rows[0][0]), rows[0][1], str(rows[0][2])) if rows else None
+
+
+def parquet_views(con: duckdb.DuckDBPyConnection, folder: Path, dataset: str) -> list[str]:
+    """Views ``<dataset>.<table>`` over ``<folder>/<table>.parquet``; the tables viewed.
+
+    Views of files no longer there are dropped. The paths are absolute: the models file is
+    rebuilt by every ``models`` run, so a moved folder needs one run to follow.
+    """
+    con.execute(f'create schema if not exists "{dataset}"')
+    tables = []
+    for file in sorted(folder.glob("*.parquet")):
+        table = file.stem
+        if not _IDENT.match(table):
+            continue
+        path = str(file.resolve()).replace("'", "''")
+        view = f'"{dataset}"."{table}"'
+        try:
+            con.execute(f"create or replace view {view} as select * from read_parquet('{path}')")
+        except duckdb.Error as exc:
+            raise ModelError(f"cannot read {file}: {exc}") from None
+        tables.append(table)
+    stale = con.execute(
+        "select view_name from duckdb_views() where schema_name = ? and not internal", [dataset]
+    ).fetchall()
+    for (name,) in stale:
+        if name not in tables:
+            con.execute(f'drop view "{dataset}"."{name}"')
+    return tables
+
+
+def export_marts(con: duckdb.DuckDBPyConnection, folder: Path, names: Iterable[str]) -> None:
+    """Each mart as ``<folder>/<mart>.parquet``: all written aside first, then all renamed."""
+    staged = folder / ".next"
+    try:
+        staged.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in names:
+            relation = f'"{MARTS_SCHEMA}"."{name}"'
+            write_parquet(con.execute, relation, staged / f"{name}.parquet")
+            written.append(name)
+        for name in written:
+            (staged / f"{name}.parquet").replace(folder / f"{name}.parquet")
+        staged.rmdir()
+    except (OSError, duckdb.Error) as exc:
+        raise ModelError(f"writing the marts to {folder}: {exc}") from None
+
+
+def describe(project: Project) -> str:
+    """The ``models --list`` text: every model, its grain, key and columns."""
+    lines: list[str] = []
+    for layer in LAYERS:
+        models = [m for m in project.models if m.layer == layer]
+        kind = "views" if LAYERS[layer] == "view" else "tables"
+        lines.append(f"{layer} ({kind}, schema {layer}), in build order:")
+        for model in models:
+            deps = sorted(model.refs) + [f"source {s}" for s in sorted(model.sources)]
+            lines.append(f"  {layer}.{model.name}: {model.description}")
+            lines.append(f"    grain: {model.grain}")
+            if model.key:
+                lines.append(f"    key: {', '.join(model.key)}")
+            lines.append(f"    reads: {', '.join(deps)}")
+            if layer == "marts":
+                for column, meaning in model.columns.items():
+                    lines.append(f"    - {column}: {meaning}")
+            else:
+                lines.append(f"    columns: {', '.join(model.columns)}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def models_file(target: Target) -> Path:
+    """The DuckDB file the models are built in: the warehouse, or one beside the Parquet."""
+    if target.is_parquet:
+        return target.parquet_dir / MODELS_DUCKDB
+    if target.is_delta:
+        return target.delta_dir / MODELS_DUCKDB
+    path = target.duckdb_file()
+    if path is None:
+        raise ModelError(f"{target.describe()} keeps its models in no DuckDB file")
+    return path
+
+
+@contextlib.contextmanager
+def warehouse(
+    target: Target, *, read_only: bool = False, building: bool = False
+) -> Iterator[tuple[Engine, str]]:
+    """The engine the models of ``target`` live on, and how messages name it: the DuckDB
+    file (the warehouse, or the models file beside the Parquet or of the Delta target), or
+    the PostgreSQL database. The one way the models, the dashboard and the push open it.
+
+    Args:
+        read_only: open a DuckDB file read-only.
+        building: for a models build, which makes the models file of a Parquet or Delta
+            target when it is not there yet.
+
+    Raises:
+        ModelError: the target keeps no models (another destination), or there is no
+            warehouse yet.
+    """
+    if target.destination == "postgres":
+        with target.pipeline().sql_client() as client:
+            yield PostgresEngine(client.native_connection), target.describe()
+        return
+    if not target.builds_models:
+        raise ModelError(
+            "the models, the dashboard and the push run on DuckDB, Parquet, Delta and "
+            f"PostgreSQL targets; {target.describe()} is none of them (run the SQL of sql/ "
+            "with your own tool there)"
+        )
+    path = models_file(target)
+    made_here = building and (target.is_parquet or target.is_delta)
+    if made_here:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
+        raise ModelError(f"no warehouse at {path}: run `feedback-sync sync` first")
+    con = open_models_file(path, read_only=read_only)
+    try:
+        yield DuckDbEngine(con), str(path)
+    finally:
+        con.close()
+
+
+def open_models_file(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to the models' DuckDB file, with the sync's memory limit.
+
+    Raises:
+        ModelError: the file cannot be opened (say, a sync holds it).
+    """
+    try:
+        return duckdb.connect(
+            str(path), read_only=read_only, config={"memory_limit": duckdb_memory_limit()}
+        )
+    except duckdb.Error as exc:
+        raise ModelError(f"cannot open {path}: {exc}") from None
+
+
+def apply(
+    target: Target, project: Project | None = None, lock_wait: float = 0.0, reuse: bool = False
+) -> BuildResult:
+    """Builds the models for ``target``; for Parquet, over views of its files.
+
+    With ``reuse`` (a sync's build), a build whose inputs did not change is skipped
+    (``build``).
+
+    For Parquet the marts are also written as ``<folder>/marts/<mart>.parquet``. Holds
+    ``target``'s run lock (a sync that builds its models holds it already).
+
+    Raises:
+        ModelError: the target is not DuckDB or Parquet, nothing was synced there yet, or a
+            model failed (named, with DuckDB's message).
+        WarehouseBusy: another run holds the warehouse (nothing was done).
+    """
+    with runlock.hold(target, "models", lock_wait):
+        return _apply(target, project, reuse)
+
+
+def _apply(target: Target, project: Project | None, reuse: bool) -> BuildResult:
+    project = project or load_project()
+    if target.is_parquet and not any(target.parquet_dir.glob("*.parquet")):
+        raise ModelError(f"no Parquet files in {target.parquet_dir}/: run a sync first")
+    with warehouse(target, building=True) as (engine, where):
+        if not isinstance(engine, DuckDbEngine):
+            if not has_schema(engine, target.dataset):
+                raise ModelError(f"{where} has no dataset {target.dataset!r}: run a sync first")
+            try:
+                return build(engine, target.dataset, project)
+            except DependentViewError as exc:
+                raise ModelError(str(exc)) from None
+        con = engine.con
+        try:
+            if target.is_parquet:
+                parquet_views(con, target.parquet_dir, target.dataset)
+            elif target.is_delta:
+                from feedback_sync.warehouse import (
+                    delta,  # pyarrow.dataset and delta-rs: only for Delta
+                )
+
+                try:
+                    made = delta.snapshot_views(con, target.pipeline(), target.dataset)
+                except delta.DeltaError as exc:
+                    raise ModelError(str(exc)) from None
+                if not made:
+                    raise ModelError(f"no Delta tables in {target.describe()}: run a sync first")
+            elif not has_schema(engine, target.dataset):
+                raise ModelError(f"{where} has no dataset {target.dataset!r}: run a sync first")
+            result = build(con, target.dataset, project, reuse=reuse)
+            marts = target.parquet_dir / "marts"
+            if target.is_parquet and (
+                result.reused_from is None
+                or not all((marts / f"{name}.parquet").exists() for name in result.mart_rows)
+            ):
+                export_marts(con, marts, result.mart_rows)
+            return result
+        except duckdb.Error as exc:
+            raise ModelError(f"{where}: {exc}") from None

@@ -1,0 +1,237 @@
+"""Planning one target: desired records, validated, diffed with the service and the journal.
+
+For each valid record:
+
+1. the warehouse copy (``kinds.Kind.copy``) answers first. When the copy holds the record,
+   every mapped field already matches, and the push has not written the key since the
+   copy was loaded (the journal's snapshot), the record is unchanged: no request at all;
+2. otherwise the record is about to change, and the copy may be stale: the service is read
+   for it (``kinds.Kind.live``) and the diff is made against what it holds now;
+3. the mode decides: ``insert`` never updates, ``update`` never creates (a missing object
+   is reported as invalid), ``upsert`` does both.
+
+Keys the journal shows this target pushed before, that the desired set no longer has, are
+deleted, only when the target opts in (``delete:``). Records with a problem are invalid and
+not sent; they never cause a delete.
+
+The safety limits: an empty desired set, or updates and deletes beyond ``max_change_share``
+of the keys the target pushed before, refuse the target unless ``force``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from feedback_sync.push.journal import Journal, Known, fields_hash
+from feedback_sync.push.kinds import Context, Field, Held, Kind, Record, Request
+from feedback_sync.push.targets import TargetSpec
+from feedback_sync.push.values import same
+
+
+@dataclass
+class Step:
+    """One record's planned action, and later its outcome."""
+
+    target: str
+    key: str
+    label: str
+    action: str  # create | update | delete | unchanged | invalid | held
+    idx: str | None = None
+    changes: dict[Field, tuple[Any, Any]] = field(default_factory=dict)
+    request: Request | None = None
+    record: Record | None = None
+    reason: str | None = None
+    # after apply: confirmed | rejected | unknown | held | skipped
+    outcome: str | None = None
+    status: int | None = None
+    message: str | None = None
+
+
+@dataclass
+class TargetPlan:
+    spec: TargetSpec
+    kind: Kind
+    steps: list[Step] = field(default_factory=list)
+    managed: int = 0
+    refused: str | None = None
+    recovered: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> Counter[str]:
+        return Counter(s.action for s in self.steps)
+
+    def writes(self) -> list[Step]:
+        order = {"create": 0, "update": 1, "delete": 2}
+        return sorted((s for s in self.steps if s.action in order), key=lambda s: order[s.action])
+
+
+def overwrites(name: Field, nulls: frozenset[str]) -> bool:
+    return name[0] in nulls or ".".join(name) in nulls
+
+
+def diff(record: Record, held: Held | None, nulls: frozenset[str]) -> dict[Field, tuple[Any, Any]]:
+    """Mapped fields whose desired value the service does not hold."""
+    changes: dict[Field, tuple[Any, Any]] = {}
+    for name, value in record.fields.items():
+        old = held.fields.get(name) if held else None
+        if value is None:
+            if overwrites(name, nulls) and old not in (None, [], ""):
+                changes[name] = (old, None)
+            continue
+        if not same(value, old):
+            changes[name] = (old, value)
+    return changes
+
+
+def plan_target(
+    spec: TargetSpec,
+    kind: Kind,
+    rows: list[dict[str, Any]],
+    ctx: Context,
+    journal: Journal,
+    *,
+    max_change_share: float,
+    force: bool,
+    min_rows: int = 10,
+) -> TargetPlan:
+    plan = TargetPlan(spec, kind)
+    known: dict[str, Known] = journal.known(spec.name)
+    known_idx = {k: v.idx for k, v in known.items() if v.idx and not v.deleted}
+    plan.managed = len(known_idx)
+    records = kind.records(rows, spec.key, ctx)
+
+    def invalid(record: Record, reason: str) -> None:
+        plan.steps.append(
+            Step(spec.name, record.key, record.label, "invalid", record=record, reason=reason)
+        )
+
+    valid: dict[str, Record] = {}
+    for record in records:
+        record.extra["nulls"] = spec.nulls
+        if record.problems:
+            invalid(record, "; ".join(record.problems))
+        else:
+            valid[record.key] = record
+    copy = kind.copy(ctx, known_idx, valid)
+    to_read: list[str] = []
+    for key, record in valid.items():
+        held = copy.get(key)
+        journaled = known.get(key)
+        copied_at = held.loaded_at or 0.0 if held is not None else 0.0
+        if (
+            journaled is not None
+            and journaled.idx
+            and not journaled.deleted
+            and journaled.confirmed_at > copied_at
+            and journaled.desired_hash == fields_hash(record.fields)
+        ):
+            # the server confirmed exactly these fields after the copy was loaded
+            plan.steps.append(
+                Step(spec.name, key, record.label, "unchanged", idx=journaled.idx, record=record)
+            )
+            continue
+        stale = held is None or (journaled is not None and journaled.confirmed_at > copied_at)
+        if not stale and held is not None and not diff(record, held, spec.nulls):
+            plan.steps.append(
+                Step(spec.name, key, record.label, "unchanged", idx=held.idx, record=record)
+            )
+        else:
+            to_read.append(key)
+    live = kind.live(ctx, [(k, valid[k]) for k in to_read], known_idx) if to_read else {}
+    owners = {idx: k for k, idx in known_idx.items()}
+    for key in to_read:
+        record = valid[key]
+        held = live.get(key)
+        named = record.extra.get("idx")
+        if named is not None and (held is None or owners.get(named, key) != key):
+            invalid(
+                record,
+                f"idx {named} does not exist at the service"
+                if held is None
+                else f"idx {named} belongs to the key {owners[named]!r} already",
+            )
+            continue
+        problems = kind.create_problems(record) if held is None else []
+        if held is None and spec.mode == "update":
+            invalid(
+                record,
+                f"not found at the service (mode update never creates a {kind.resource} row)",
+            )
+            continue
+        if problems:
+            invalid(record, "; ".join(problems))
+            continue
+        if held is None:
+            created = {n: (None, v) for n, v in record.fields.items() if v is not None}
+            plan.steps.append(
+                Step(spec.name, key, record.label, "create", record=record, changes=created)
+            )
+            continue
+        changes = diff(record, held, spec.nulls)
+        if not changes:
+            plan.steps.append(
+                Step(spec.name, key, record.label, "unchanged", idx=held.idx, record=record)
+            )
+        elif spec.mode == "insert":
+            plan.steps.append(
+                Step(
+                    spec.name,
+                    key,
+                    record.label,
+                    "unchanged",
+                    idx=held.idx,
+                    record=record,
+                    reason="exists; mode insert does not update",
+                )
+            )
+        else:
+            request = kind.update(record, held, changes, ctx)
+            plan.steps.append(
+                Step(
+                    spec.name,
+                    key,
+                    record.label,
+                    "update",
+                    idx=held.idx,
+                    changes=changes,
+                    request=request,
+                    record=record,
+                )
+            )
+    rejected_rows = [s for s in plan.steps if s.action == "invalid"]
+    if spec.delete is not None and rejected_rows:
+        plan.notes.append(
+            f"no deletes this run: {len(rejected_rows)} invalid row(s) might be rows it should keep"
+        )
+    elif spec.delete is not None:
+        wanted = {r.key for r in records}
+        for key, idx in sorted(known_idx.items()):
+            if key not in wanted:
+                plan.steps.append(
+                    Step(
+                        spec.name,
+                        key,
+                        key,
+                        "delete",
+                        idx=idx,
+                        request=kind.delete(idx, spec.delete),
+                    )
+                )
+    counts = plan.counts()
+    changing = counts["update"] + counts["delete"]
+    # what it manages: the objects its desired rows match at the service, and the keys it
+    # pushed before
+    base = len(
+        {s.key for s in plan.steps if s.action in ("update", "unchanged", "delete")}
+        | set(known_idx)
+    )
+    if not records and not force:
+        plan.refused = "its desired set is empty (a broken model or a missing file?)"
+    elif base >= min_rows and changing / base > max_change_share and not force:
+        plan.refused = (
+            f"it would update or delete {changing} of the {base} rows it manages "
+            f"({changing / base:.0%}, more than the limit of {max_change_share:.0%})"
+        )
+    return plan

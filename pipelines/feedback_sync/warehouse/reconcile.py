@@ -1,0 +1,168 @@
+"""After a load: child lists replaced whole, and deletes at the source reach the warehouse.
+
+After a load, every row a resource yielded carries that load's ``_dlt_load_id`` (merge
+replaces the row, child rows merge on their parent's key and position).
+
+``replace_children``: a parent row sent again carries its whole lists, so its child rows
+from earlier loads are what its lists no longer hold (a company removed, a list that
+shrank or emptied): they are deleted. Runs after every load.
+
+``reconcile``: for a resource read from its start to its end in that load, a root row with
+another load id was not seen, so it no longer exists at the source:
+
+- ``hard`` (default): delete it and its child rows (by the parent's key);
+- ``soft``: keep it and set ``_deleted_at`` (once; later runs keep the first time).
+
+A row whose item this load rejected (``rejected_rows``, same idx) was seen: it stays. A
+resource with an item rejected for having no idx has nothing removed (the item may be any
+row not seen); the run warns.
+
+Each runs in one transaction through dlt's SQL client, so it works on any SQL destination,
+and each can run again for the same load with the same result (a crash replays them). On
+Delta tables the same steps are Delta commits (``warehouse/delta.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from dlt.destinations.sql_client import SqlClientBase
+from dlt.pipeline.pipeline import Pipeline
+
+from feedback_sync.source.arrow import PARENT_KEYS, child_tables
+from feedback_sync.source.screening import REJECTED_TABLE
+from feedback_sync.warehouse.base import warn_unknown_rejection
+from feedback_sync.warehouse.target import dataset_tables
+
+log = logging.getLogger("feedback_sync")
+
+
+def _count(client: SqlClientBase[Any], sql: str, *args: Any) -> int:
+    rows = client.execute_sql(f"select count(*) {sql}", *args)
+    return int(rows[0][0]) if rows else 0
+
+
+def _children(pipeline: Pipeline, existing: set[str], root: str) -> list[str]:
+    """``root``'s child tables that exist at the destination."""
+    return [c for c in child_tables(pipeline.default_schema.tables, root) if c in existing]
+
+
+def is_delta(pipeline: Pipeline) -> bool:
+    """Whether the pipeline loads Delta tables (dlt's filesystem destination)."""
+    return pipeline.destination.destination_name == "filesystem"
+
+
+def replace_children(
+    pipeline: Pipeline, load_id: str, had: frozenset[str] | None = None
+) -> dict[str, int]:
+    """Deletes child rows whose parent came again in ``load_id`` without them; counts.
+
+    ``had``: the tables the warehouse had before the load, when known. A child table it did
+    not have holds only the load's own rows, so nothing in it is stale and it is not asked.
+    """
+    if is_delta(pipeline):
+        from feedback_sync.warehouse import delta
+
+        return delta.replace_children(pipeline, load_id)
+    removed: dict[str, int] = {}
+    if had is not None and not any(_is_child(table) for table in had):
+        return removed  # no child table had rows before this load: none can be stale
+    with pipeline.sql_client() as client:
+        existing = set(dataset_tables(client))
+        with client.begin_transaction():
+            for root, key in PARENT_KEYS.items():
+                if root not in existing:
+                    continue
+                qroot = client.make_qualified_table_name(root)
+                for child in _children(pipeline, existing, root):
+                    if had is not None and child not in had:
+                        continue  # made by this load: only its rows
+                    qchild = client.make_qualified_table_name(child)
+                    stale = (
+                        f"from {qchild} where _dlt_load_id <> %s and {key} in "
+                        f"(select idx from {qroot} where _dlt_load_id = %s)"
+                    )
+                    count = _count(client, stale, load_id, load_id)
+                    if count:
+                        client.execute_sql(f"delete {stale}", load_id, load_id)
+                        removed[child] = count
+    return removed
+
+
+def _is_child(table: str) -> bool:
+    root, _, rest = table.partition("__")
+    return bool(rest) and root in PARENT_KEYS
+
+
+def reconcile(
+    pipeline: Pipeline,
+    load_id: str,
+    resources: Iterable[str],
+    mode: str,
+    had: frozenset[str] | None = None,
+) -> dict[str, int]:
+    """Removes (or marks) rows of ``resources`` not seen in ``load_id``; counts per table.
+
+    ``had``: the tables the warehouse had before the load, when known; a resource whose
+    table it did not have holds only the load's rows, none of them gone.
+    """
+    if is_delta(pipeline):
+        from feedback_sync.warehouse import delta
+
+        return delta.reconcile(pipeline, load_id, resources, mode)
+    if had is not None:
+        resources = [root for root in resources if root in had]
+        if not resources:
+            return {}
+    schema = pipeline.default_schema
+    removed: dict[str, int] = {}
+    now = datetime.now(UTC)
+    with pipeline.sql_client() as client:
+        existing = set(dataset_tables(client))
+        with client.begin_transaction():
+            for root in sorted(resources):
+                if root not in schema.tables or root not in existing:
+                    continue
+                if REJECTED_TABLE in existing and _count(
+                    client,
+                    f"from {client.make_qualified_table_name(REJECTED_TABLE)} where resource = %s "
+                    "and _dlt_load_id = %s and idx is null",
+                    root,
+                    load_id,
+                ):
+                    warn_unknown_rejection(root)
+                    continue
+                qroot = client.make_qualified_table_name(root)
+                gone_filter, args = "_dlt_load_id <> %s", [load_id]
+                if mode == "soft":
+                    gone_filter += " and _deleted_at is null"
+                if REJECTED_TABLE in existing:
+                    # an item rejected in this load exists at the source: its earlier row stays
+                    qrejected = client.make_qualified_table_name(REJECTED_TABLE)
+                    gone_filter += (
+                        f" and idx not in (select idx from {qrejected} where resource = %s "
+                        "and _dlt_load_id = %s and idx is not null)"
+                    )
+                    args += [root, load_id]
+                count = _count(client, f"from {qroot} where {gone_filter}", *args)
+                if not count:
+                    continue
+                removed[root] = count
+                if mode == "soft":
+                    client.execute_sql(
+                        f"update {qroot} set _deleted_at = %s where {gone_filter}", now, *args
+                    )
+                    continue
+                key = PARENT_KEYS.get(root)
+                for child in _children(pipeline, existing, root) if key else ():
+                    qchild = client.make_qualified_table_name(child)
+                    client.execute_sql(
+                        f"delete from {qchild} where {key} in "
+                        f"(select idx from {qroot} where {gone_filter})",
+                        *args,
+                    )
+                client.execute_sql(f"delete from {qroot} where {gone_filter}", *args)
+    return removed
