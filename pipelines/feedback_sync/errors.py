@@ -84,6 +84,11 @@ class OutcomeUnknown(ApiError):
     acted on it (timeout, dropped connection, 5xx, unreadable answer); it was not resent."""
 
 
+class ModelError(Exception):
+    """A model that cannot be built, a SQL folder that does not make sense, or a warehouse
+    that keeps no models (another destination, nothing synced yet)."""
+
+
 def redact_url(url: str) -> str:
     """The URL with secret query parameters, and a password in it, replaced by ``***``."""
     parts = urlsplit(url)

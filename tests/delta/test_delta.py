@@ -10,7 +10,6 @@ import duckdb
 import pytest
 from deltalake import DeltaTable
 from feedback_sync.app.report import write as write_report
-from feedback_sync.models.project import models_file
 
 from tests.postgres.test_models_postgres import _rows
 from tests.postgres.test_push_postgres import _plan
@@ -78,7 +77,9 @@ def test_models_on_delta_hold_the_same_rows_as_on_duckdb(harness: Harness) -> No
     for destination in ("duckdb", "delta"):
         result = harness.sync(full=True, destination=destination)
         assert result.models is not None and not result.models_error, result.models_error
-    assert_same_models(harness.target("duckdb").duckdb_file(), models_file(harness.target("delta")))
+    assert_same_models(
+        harness.target("duckdb").duckdb_file(), harness.target("delta").models_file()
+    )
 
 
 def assert_same_models(duckdb_file: Path | None, other: Path) -> None:
@@ -165,7 +166,7 @@ def test_push_on_delta_plans_as_on_duckdb_and_applies_once(delta: Harness, tmp_p
     landed = {f["email"].lower(): f for f in delta.dump()["followers"]}
     assert landed[rows[0]["email"].lower()]["attributes"]["tier"] == "gold"
     assert landed[NEW]["companies"][0]["monthly_spend"] == 3200.5
-    with duckdb.connect(str(models_file(delta.target())), read_only=True) as con:
+    with duckdb.connect(str(delta.target().models_file()), read_only=True) as con:
         states = dict(
             con.execute("select state, count(*) from push._push_rows group by state").fetchall()
         )
@@ -181,7 +182,7 @@ def test_key_and_freshness_figures_read_from_delta(tmp_path: Path) -> None:
 
     import pyarrow as pa
     from deltalake import write_deltalake
-    from feedback_sync.warehouse import delta
+    from feedback_sync.warehouse import delta_tables as delta
 
     stamps = [datetime(2026, 1, d, tzinfo=UTC) for d in (1, 3, 2, 2)]
     rows = pa.table(

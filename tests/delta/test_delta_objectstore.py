@@ -16,9 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from deltalake import DeltaTable
-from feedback_sync.app import sync as sync_module
 from feedback_sync.app.report import write as write_report
-from feedback_sync.models.project import models_file
 from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.delta.test_delta import assert_same_models
@@ -50,7 +48,7 @@ def in_bucket(
 
 
 def _versions(h: Harness) -> dict[str, int]:
-    with duckdb.connect(str(models_file(h.target())), read_only=True) as con:
+    with duckdb.connect(str(h.target().models_file()), read_only=True) as con:
         rows = con.execute("select name, version from _delta_snapshot.versions").fetchall()
     return dict(rows)
 
@@ -71,7 +69,7 @@ def test_full_normal_and_full_again_in_object_storage(
     assert local == [Path("delta/models.duckdb")]
     # the models equal DuckDB's from the same data
     in_bucket.sync(full=True, destination="duckdb")
-    assert_same_models(in_bucket.target("duckdb").duckdb_file(), models_file(in_bucket.target()))
+    assert_same_models(in_bucket.target("duckdb").duckdb_file(), in_bucket.target().models_file())
 
     # one table changed: only its copy in the models file is refreshed
     copied_before = _versions(in_bucket)
@@ -123,11 +121,12 @@ def test_deletes_owed_by_a_crashed_run_are_finished_in_object_storage(
     def crash(*args: object, **kwargs: object) -> dict[str, int]:
         raise RuntimeError("killed after the load")
 
-    reconcile = sync_module.reconcile
-    monkeypatch.setattr(sync_module, "reconcile", crash)
+    destination = type(in_bucket.target())  # the deletes are the destination's own step
+    reconcile = destination.reconcile
+    monkeypatch.setattr(destination, "reconcile", crash)
     with pytest.raises(RuntimeError, match="killed after the load"):
         in_bucket.sync(full=True, models=False)
-    monkeypatch.setattr(sync_module, "reconcile", reconcile)
+    monkeypatch.setattr(destination, "reconcile", reconcile)
     resumed = in_bucket.sync(models=False)
     assert "finishing what the previous run left" in in_bucket.last_output
     assert resumed.rows_removed["followers"] == 2

@@ -12,7 +12,8 @@ from typing import Any
 import duckdb
 import pytest
 from feedback_sync.app.cli import main
-from feedback_sync.models.project import ModelError, apply, build, describe, load_project
+from feedback_sync.errors import ModelError
+from feedback_sync.models.project import apply, build, describe, load_project
 
 from tests.models.truth import Truth
 from tests.sync.harness import Harness

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from feedback_sync.app.cli import main
 from feedback_sync.app.report import write
-from feedback_sync.models.project import ModelError
+from feedback_sync.errors import ModelError
 
 from tests.support.browser import open_page
 from tests.sync.harness import Harness

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-from feedback_sync.warehouse.export import write_parquet
+from feedback_sync.warehouse.parquet_files import write_parquet
 from feedback_sync.warehouse.target import DUCKDB_MEMORY_LIMIT
 
 

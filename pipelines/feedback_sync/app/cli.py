@@ -230,7 +230,9 @@ def _run_models(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     with _heavy_imports():
-        from feedback_sync.models.project import ModelError, apply, describe, load_project
+        from feedback_sync.models.project import apply, describe, load_project
+
+    from feedback_sync.errors import ModelError
 
     try:
         project = load_project(Path(args.sql_dir)) if args.sql_dir else load_project()
@@ -290,7 +292,7 @@ def _run_report(args: argparse.Namespace) -> int:
 
     with _heavy_imports():
         from feedback_sync.app.report import write
-        from feedback_sync.models.project import ModelError
+        from feedback_sync.errors import ModelError
 
     try:
         report = write(_target(args), Path(args.output))

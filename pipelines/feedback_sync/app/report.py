@@ -21,8 +21,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from feedback_sync.models.engines import Engine, records
-from feedback_sync.models.project import MARTS_SCHEMA, ModelError, warehouse
+from feedback_sync.errors import ModelError
+from feedback_sync.models.project import MARTS_SCHEMA
+from feedback_sync.warehouse.engines import Engine, records
 from feedback_sync.warehouse.target import Target
 
 PALETTE = ("#4f46e5", "#0ea5e9", "#10b981", "#f59e0b", "#ef4444", "#8b5cf6", "#64748b")
@@ -51,7 +52,7 @@ def write(target: Target, output: Path) -> Report:
     Raises:
         ModelError: no warehouse, or the marts are not built there.
     """
-    with warehouse(target, read_only=True) as (engine, where):
+    with target.open_models(read_only=True) as (engine, where):
         marts = {
             row[0]
             for row in engine.execute(

@@ -23,7 +23,8 @@ from typing import Any
 
 from feedback_sync.api.settings import RESOURCES
 from feedback_sync.source.idea_entries import unpack_idea
-from feedback_sync.warehouse.target import Target, completed_loads_sql, newest_state_sql
+from feedback_sync.warehouse.base import completed_loads_sql, newest_state_sql
+from feedback_sync.warehouse.target import Target
 
 # dlt's typed JSON marks decimals, datetimes, dates, ... with a first character from this
 # range (dlt.common.json, PUA_START 0xf026 unless DLT_JSON_TYPED_PUA_START moves it)
@@ -63,7 +64,7 @@ def describe_state(resource: str, state: dict[str, Any]) -> str:
 
 
 def status_report(target: Target) -> str:
-    committed = _read_duckdb(target) if target.is_duckdb_backed else None
+    committed = _read_duckdb(target) if target.duckdb_file() is not None else None
     if committed is None:
         committed = _read_with_dlt(target)
     return render(target, committed)
@@ -161,27 +162,12 @@ def _has_typed(value: Any) -> bool:
 
 
 def _read_with_dlt(target: Target) -> Committed:
-    from feedback_sync.app.sync import table_counts
-
     pipeline = target.pipeline()
     pipeline.sync_destination()
     committed = Committed(pipeline_name=pipeline.pipeline_name)
     if not pipeline.default_schema_name:
         return committed
     committed.resources = pipeline.state.get("sources", {}).get("feedback", {}).get("resources", {})
-    committed.counts = table_counts(pipeline)
-    committed.last_load, committed.loads = _completed_loads(target, pipeline)
+    committed.counts = target.table_counts(pipeline)
+    committed.last_load, committed.loads = target.completed_loads(pipeline)
     return committed
-
-
-def _completed_loads(target: Target, pipeline: Any) -> tuple[Any, int]:
-    """When the newest completed load was stored, and how many completed."""
-    if target.is_delta:
-        from feedback_sync.warehouse import delta
-
-        return delta.completed_loads(pipeline)
-    with pipeline.sql_client() as client:
-        loads = client.execute_sql(
-            completed_loads_sql(client.make_qualified_table_name("_dlt_loads"))
-        )
-    return (loads[0][0], loads[0][1]) if loads else (None, 0)

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import httpx
-from dlt.common.destination.exceptions import DestinationUndefinedEntity
 from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.api.settings import RESOURCES, FeedbackSettings, load_settings
@@ -41,9 +40,7 @@ from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.source.source import feedback
 from feedback_sync.warehouse import runlock
 from feedback_sync.warehouse.appends import owe, settle, warehouse_tables
-from feedback_sync.warehouse.export import data_tables, export_parquet
-from feedback_sync.warehouse.reconcile import is_delta, reconcile, replace_children
-from feedback_sync.warehouse.target import Target, keep_loaded_packages, newest_state_sql
+from feedback_sync.warehouse.target import Target, keep_loaded_packages
 
 if TYPE_CHECKING:
     from feedback_sync.models.project import BuildResult
@@ -276,10 +273,10 @@ def _run_sync(
 
         if pipeline.has_pending_data:
             _recover(pipeline, target, result, out)
-        owed = _Journal(pipeline).replay(pipeline, out)
+        owed = _Journal(pipeline).replay(target, pipeline, out)
         if owed is not None:
             _add(result.rows_removed, owed)
-        if not _local_state_current(pipeline) and not _nothing_to_restore(pipeline, target):
+        if not target.state_is_current(pipeline) and not _nothing_to_restore(pipeline, target):
             pipeline.sync_destination()
         existing = warehouse_tables(pipeline, target.duckdb_file())
         if existing:
@@ -319,7 +316,7 @@ def _run_sync(
         result.complete = sorted(complete & set(chosen))
         # what this run still owes after its load, kept where a crash cannot lose it
         journal = _Journal(pipeline)
-        journal.write(load_id, result.complete, settings.delete_mode, target.is_parquet)
+        journal.write(load_id, result.complete, settings.delete_mode)
         if after_extract is not None:
             after_extract(pipeline)
         with result.timed("load"):
@@ -336,7 +333,7 @@ def _run_sync(
             settle(pipeline)  # one row per key in the tables this load appended to
             if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):
                 # a parent row came again: its child rows not in this load are gone
-                _add(result.rows_removed, replace_children(pipeline, load_id, existing))
+                _add(result.rows_removed, target.replace_children(pipeline, load_id, existing))
             if load_id is not None and result.complete:
                 gone = ", ".join(result.complete)
                 print(
@@ -346,32 +343,32 @@ def _run_sync(
                 )
                 _add(
                     result.rows_removed,
-                    reconcile(pipeline, load_id, result.complete, settings.delete_mode, existing),
+                    target.reconcile(
+                        pipeline, load_id, result.complete, settings.delete_mode, existing
+                    ),
                 )
-            _prune_state_history(pipeline)
+            target.prune_state_history(pipeline)
             _prune_loaded_packages(pipeline, keep_packages)
 
             result.ideas_endpoint = run.ideas_endpoint
             result.skipped = dict(run.skipped)
-            result.table_rows = table_counts(pipeline)
-        if target.is_parquet:
-            touched = set(result.rows_loaded) | set(result.rows_removed)
-            for root in result.rows_removed:
-                touched |= {t for t in result.table_rows if t.startswith(f"{root}__")}
-            missing = {
-                t for t in result.table_rows if not (target.parquet_dir / f"{t}.parquet").exists()
-            }
-            if result.recovered_packages or owed is not None:
-                touched = set(result.table_rows)  # an earlier run's load may not be written out
-            with result.timed("parquet"):
-                written = sorted((touched | missing) & set(result.table_rows))
-                result.exported = export_parquet(pipeline, target.parquet_dir, written)
+            result.table_rows = target.table_counts(pipeline)
+        if target.publish_step is not None:
+            with result.timed(target.publish_step):
+                result.exported = target.publish(
+                    pipeline,
+                    result.table_rows,
+                    loaded=result.rows_loaded,
+                    removed=result.rows_removed,
+                    # an earlier run's load may not have been published
+                    everything=bool(result.recovered_packages or owed is not None),
+                )
         journal.clear()
     if models and target.builds_models:
         print("sync: building the SQL models ...", file=out, flush=True)
         with result.timed("models"):
             # imported here: a sync told not to build the models never loads them
-            from feedback_sync.models.project import ModelError
+            from feedback_sync.errors import ModelError
             from feedback_sync.models.project import apply as apply_models
 
             try:
@@ -380,31 +377,6 @@ def _run_sync(
                 result.models_error = str(exc)
     result.seconds = time.perf_counter() - started
     return result
-
-
-def _local_state_current(pipeline: Pipeline) -> bool:
-    """Whether the state in dlt's working folder is the one the destination committed last
-    (the same version hash), with its schemas: then ``sync_destination``, which would
-    restore the same state, is not needed (it costs dlt's destination set-up, 0.15 s).
-    Anything else (no local state, another machine's newer load, a destination that cannot
-    be asked this way) lets dlt restore."""
-    if is_delta(pipeline) or not pipeline.default_schema_name:
-        return False
-    if pipeline.default_schema_name not in pipeline.schema_names:
-        return False
-    local = pipeline.state.get("_version_hash")
-    if not local:
-        return False
-    try:
-        with pipeline.sql_client() as client:
-            states = client.make_qualified_table_name("_dlt_pipeline_state")
-            loads = client.make_qualified_table_name("_dlt_loads")
-            rows = client.execute_sql(
-                newest_state_sql(states, loads, "version_hash", "%s"), pipeline.pipeline_name
-            )
-    except Exception:  # no dataset yet, or tables dlt has not made: dlt decides
-        return False
-    return bool(rows) and rows[0][0] == local
 
 
 def _nothing_to_restore(pipeline: Pipeline, target: Target) -> bool:
@@ -435,7 +407,7 @@ def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str
         print(f"sync: a package an earlier run left could not be loaded: {exc}", file=out)
         recovered = None
     for loaded in recovered.loads_ids if recovered is not None else ():
-        _add(result.rows_removed, replace_children(pipeline, loaded))
+        _add(result.rows_removed, target.replace_children(pipeline, loaded))
     if pipeline.has_pending_data:
         # dlt could not even start on them (say, a run killed before its schema was saved)
         print("sync: giving up packages dlt cannot load; their rows are read again", file=out)
@@ -524,26 +496,6 @@ def _terminal_job_failure(exc: BaseException) -> str | None:
     return None
 
 
-def _prune_state_history(pipeline: Pipeline, keep: int = 10) -> None:
-    """dlt stores the whole state with every load and never deletes old versions; with
-    per-idea cursors that is about 1 MB a run at 20,000 ideas. Keep the last ``keep``.
-    (dlt's filesystem destination keeps its own count of state files, ``max_state_files``.)"""
-    if is_delta(pipeline):
-        return
-    try:
-        with pipeline.sql_client() as client:
-            table = client.make_qualified_table_name("_dlt_pipeline_state")
-            client.execute_sql(
-                f"delete from {table} where pipeline_name = %s and version < "
-                f"(select max(version) from {table} where pipeline_name = %s) - %s",
-                pipeline.pipeline_name,
-                pipeline.pipeline_name,
-                keep - 1,
-            )
-    except Exception as exc:  # housekeeping must not fail a good run
-        log.warning("could not prune old state versions: %s", exc)
-
-
 def _prune_loaded_packages(pipeline: Pipeline, keep: int) -> None:
     """Deletes all but the newest ``keep`` loaded packages from dlt's working folder (0 keeps
     all; ``warehouse.KEEP_LOADED_PACKAGES``)."""
@@ -577,8 +529,8 @@ class _Journal:
     def __init__(self, pipeline: Pipeline) -> None:
         self.path = Path(pipeline.working_dir) / "feedback_sync_journal.json"
 
-    def write(self, load_id: str | None, complete: list[str], mode: str, parquet: bool) -> None:
-        body = {"load_id": load_id, "complete": complete, "mode": mode, "parquet": parquet}
+    def write(self, load_id: str | None, complete: list[str], mode: str) -> None:
+        body = {"load_id": load_id, "complete": complete, "mode": mode}
         partial = self.path.with_suffix(".partial")
         partial.write_text(json.dumps(body))
         os.replace(partial, self.path)
@@ -586,68 +538,20 @@ class _Journal:
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
 
-    def replay(self, pipeline: Pipeline, out: IO[str]) -> dict[str, int] | None:
+    def replay(self, target: Target, pipeline: Pipeline, out: IO[str]) -> dict[str, int] | None:
         """Does what the last run left undone; rows removed, or None when nothing was owed."""
         if not self.path.exists():
             return None
         body = json.loads(self.path.read_text())
         load_id = body.get("load_id")
-        if not load_id or not _landed(pipeline, load_id):
+        if not load_id or not target.load_completed(pipeline, load_id):
             self.clear()  # its package never landed: nothing to finish
             return None
         print("sync: finishing what the previous run left after its load ...", file=out)
-        removed = replace_children(pipeline, load_id)
+        removed = target.replace_children(pipeline, load_id)
         _add(
             removed,
-            reconcile(pipeline, load_id, body.get("complete", []), body.get("mode", "hard")),
+            target.reconcile(pipeline, load_id, body.get("complete", []), body.get("mode", "hard")),
         )
         self.clear()
         return removed
-
-
-def _landed(pipeline: Pipeline, load_id: str) -> bool:
-    """Whether the destination recorded ``load_id`` as complete. A destination that cannot
-    be asked raises: the journal is kept for a run that can."""
-    if is_delta(pipeline):
-        from feedback_sync.warehouse import delta  # pyarrow.dataset and delta-rs: only for Delta
-
-        return delta.load_completed(pipeline, load_id)
-    try:
-        with pipeline.sql_client() as client:
-            rows = client.execute_sql(
-                f"select count(*) from {client.make_qualified_table_name('_dlt_loads')} "
-                "where load_id = %s and status = 0",
-                load_id,
-            )
-    except DestinationUndefinedEntity:  # no dataset yet
-        return False
-    return bool(rows and rows[0][0])
-
-
-def table_counts(pipeline: Pipeline) -> dict[str, int]:
-    """Rows per data table in the destination (empty when nothing was loaded yet)."""
-    if is_delta(pipeline):
-        from feedback_sync.warehouse import delta
-
-        return delta.table_counts(pipeline)
-    counts: dict[str, int] = {}
-    try:
-        tables = data_tables(pipeline)
-    except Exception:
-        tables = [
-            name for name in pipeline.default_schema.data_table_names() if not name.startswith("_")
-        ]
-    if not tables:
-        return counts
-    with pipeline.sql_client() as client:
-        # one statement for all: each round trip through dlt's client costs more than a count
-        rows = client.execute_sql(
-            " union all ".join(
-                f"select %s, count(*) from {client.make_qualified_table_name(table)}"
-                for table in tables
-            ),
-            *tables,
-        )
-    for name, count in rows or ():
-        counts[str(name)] = int(count)
-    return counts

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from feedback_sync.models.project import MARTS_SCHEMA, Project, models_file
+from feedback_sync.models.project import MARTS_SCHEMA, Project
 from feedback_sync.warehouse.target import Target
 
 # characters Prefect refuses in an asset key; each becomes "-"
@@ -50,22 +49,18 @@ def resource_asset(base_url: str, resource: str) -> str:
 
 
 def table_asset(target: Target, table: str) -> str:
-    return _relation_asset(target, target.dataset, table, parquet_folder="")
+    return _relation_asset(target, target.dataset, table, mart=False)
 
 
 def mart_asset(target: Target, mart: str) -> str:
-    return _relation_asset(target, MARTS_SCHEMA, mart, parquet_folder=f"{MARTS_SCHEMA}/")
+    return _relation_asset(target, MARTS_SCHEMA, mart, mart=True)
 
 
-def _relation_asset(target: Target, schema: str, name: str, parquet_folder: str) -> str:
-    if target.is_parquet:
-        return _key(f"{target.location()}/{parquet_folder}{name}.parquet")
-    if target.is_delta and schema == MARTS_SCHEMA:
-        return _key(f"duckdb://{models_file(target).resolve()}/{schema}/{name}")
-    location = target.location()
-    if location.endswith("://"):  # a destination with no known location
-        return _key(f"{slug(target.destination) or 'warehouse'}://{schema}/{name}")
-    return _key(f"{location}/{schema}/{name}")
+def _relation_asset(target: Target, schema: str, name: str, *, mart: bool) -> str:
+    uri = target.relation_uri(schema, name, mart=mart)
+    if uri is None:  # a destination with no known location
+        uri = f"{slug(target.destination) or 'warehouse'}://{schema}/{name}"
+    return _key(uri)
 
 
 def mart_sources(project: Project) -> dict[str, set[str]]:
@@ -91,12 +86,8 @@ def warehouse_name(target: Target) -> str:
     A DuckDB file admits one writing process, whatever the dataset; the Parquet target
     writes through one working file per folder; another destination is one per dataset.
     """
-    if target.is_parquet:
-        return f"parquet-{slug(Path(target.parquet_dir).resolve().name) or 'root'}"
-    path = target.duckdb_file()
-    if path is not None:
-        return f"duckdb-{slug(path.stem) or 'warehouse'}"
-    return f"{slug(target.destination)}-{slug(target.dataset)}"
+    kind, name, blank = target.writer_name()
+    return f"{slug(kind)}-{slug(name) or blank}"
 
 
 def concurrency_limit(target: Target) -> str:
@@ -109,7 +100,7 @@ def artifact_key(target: Target, kind: str) -> str:
     dataset. The hash (of the resolved file or folder, the destination and the dataset)
     keeps two warehouses whose names read alike (``/a/warehouse.duckdb`` and
     ``/b/warehouse.duckdb``) from sharing a history, and so a row-count baseline."""
-    path = target.parquet_dir if target.is_parquet else target.duckdb_file()
+    path = target.identity_path()
     # a file or folder by its path (as since the first release: a key that changed would
     # start a new history), a server or bucket by its location
     where = str(path.resolve()) if path is not None else target.location()

@@ -128,9 +128,9 @@ def data_checks(
     pipeline = target.pipeline()
     previous = artifacts.previous_counts(lineage.artifact_key(target, "baseline"))
     found = [
-        *key_checks(pipeline),
+        *key_checks(target, pipeline),
         *row_count_checks(result.table_rows, previous, max_row_drop),
-        *freshness_checks(pipeline, max_age_hours),
+        *freshness_checks(target, pipeline, max_age_hours),
         *mart_checks(built, models_error),
     ]
     bad = failed(found)

@@ -1,10 +1,10 @@
 """Data checks on what a sync landed: keys, row counts, freshness, marts.
 
 Each check gives one ``Check``: its name, the table, the figure it measured and whether it
-passed (``None``: reported only, with no threshold set). They read the warehouse through
-dlt's SQL client, so they run on any SQL destination, and Delta tables through delta-rs
-(key and time columns only); the Prefect flow attaches them to
-the tables' assets and fails the run when one fails.
+passed (``None``: reported only, with no threshold set). The figures come from the target
+(``Target.key_figures``, ``Target.newest``: dlt's SQL client on SQL destinations, delta-rs
+on Delta tables, key and time columns only); the Prefect flow attaches them to the tables'
+assets and fails the run when one fails.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.api.settings import RESOURCES
 from feedback_sync.models.project import BuildResult
-from feedback_sync.warehouse.export import data_tables
-from feedback_sync.warehouse.reconcile import is_delta
+from feedback_sync.warehouse.target import Target
 
 KEY = "idx"
 TIME_COLUMNS = ("created_at", "updated_at")
@@ -53,10 +52,10 @@ class ChecksFailed(Exception):
         super().__init__("data checks failed: " + "; ".join(c.line() for c in failed))
 
 
-def key_checks(pipeline: Pipeline) -> list[Check]:
+def key_checks(target: Target, pipeline: Pipeline) -> list[Check]:
     """Root tables' ``idx``: never null, never twice."""
     checks: list[Check] = []
-    for table, (total, nulls, duplicates) in _key_figures(pipeline).items():
+    for table, (total, nulls, duplicates) in target.key_figures(pipeline, RESOURCES, KEY).items():
         checks.append(
             Check(
                 "keys unique and not null",
@@ -66,62 +65,6 @@ def key_checks(pipeline: Pipeline) -> list[Check]:
             )
         )
     return checks
-
-
-def _key_figures(pipeline: Pipeline) -> dict[str, tuple[int, int, int]]:
-    """Per root table present: rows, rows with a null key, rows beyond the first per key."""
-    figures: dict[str, tuple[int, int, int]] = {}
-    if is_delta(pipeline):
-        from feedback_sync.warehouse import delta
-
-        found = delta.tables(pipeline)
-        for table in RESOURCES:
-            if table in found:
-                figures[table] = delta.key_figures(found[table], KEY)
-        return figures
-    present = set(data_tables(pipeline))
-    with pipeline.sql_client() as client:
-        for table in RESOURCES:
-            if table not in present:
-                continue
-            qualified = client.make_qualified_table_name(table)
-            rows = client.execute_sql(
-                f"select count(*), count(*) - count({KEY}), count({KEY}) - count(distinct {KEY}) "
-                f"from {qualified}"
-            )
-            total, nulls, duplicates = (int(v) for v in rows[0]) if rows else (0, 0, 0)
-            figures[table] = (total, nulls, duplicates)
-    return figures
-
-
-def _newest(pipeline: Pipeline) -> dict[str, dict[str, Any]]:
-    """Per root table present: the newest value of each of its ``TIME_COLUMNS``."""
-    newest: dict[str, dict[str, Any]] = {}
-    if is_delta(pipeline):
-        from feedback_sync.warehouse import delta
-
-        found = delta.tables(pipeline)
-        for table in RESOURCES:
-            if table in found:
-                latest = delta.newest(found[table], TIME_COLUMNS)
-                if latest:
-                    newest[table] = latest
-        return newest
-    present = set(data_tables(pipeline))
-    with pipeline.sql_client() as client:
-        for table in RESOURCES:
-            if table not in present:
-                continue
-            columns = _columns(client, table)
-            times = [c for c in TIME_COLUMNS if c in columns]
-            if not times:
-                continue
-            qualified = client.make_qualified_table_name(table)
-            rows = client.execute_sql(
-                f"select {', '.join(f'max({c})' for c in times)} from {qualified}"
-            )
-            newest[table] = dict(zip(times, rows[0] if rows else (), strict=False))
-    return newest
 
 
 def row_count_checks(
@@ -145,6 +88,7 @@ def row_count_checks(
 
 
 def freshness_checks(
+    target: Target,
     pipeline: Pipeline,
     max_age_hours: Mapping[str, float] | None = None,
     now: datetime | None = None,
@@ -154,7 +98,7 @@ def freshness_checks(
     limits = dict(max_age_hours or {})
     now = now or datetime.now(UTC)
     checks: list[Check] = []
-    for table, newest in _newest(pipeline).items():
+    for table, newest in target.newest(pipeline, RESOURCES, TIME_COLUMNS).items():
         parts = [f"newest {c} {_iso(v)}" for c, v in newest.items()]
         stamps = [s for s in (_aware(v) for v in newest.values()) if s is not None]
         latest = max(stamps) if stamps else None
@@ -182,16 +126,6 @@ def mart_checks(models: BuildResult | None, error: str | None) -> list[Check]:
 
 def failed(checks: Sequence[Check]) -> list[Check]:
     return [c for c in checks if c.passed is False]
-
-
-def _columns(client: Any, table: str) -> set[str]:
-    rows = client.execute_sql(
-        "select column_name from information_schema.columns "
-        "where table_schema = %s and table_name = %s",
-        client.dataset_name,
-        table,
-    )
-    return {row[0] for row in rows or ()}
 
 
 def _aware(value: Any) -> datetime | None:

@@ -16,19 +16,18 @@ and ``columns:`` (one ``name: meaning`` line each). ``models --list`` shows it, 
 tests check that the documented columns are the built ones.
 
 The models are written once, in DuckDB's dialect; on PostgreSQL they are transpiled with
-sqlglot (``models/engines.py``). Everything is built in one transaction of the
+sqlglot (``warehouse/engines.py``). Everything is built in one transaction of the
 warehouse (DuckDB, or PostgreSQL): a model that fails rolls the whole build
 back (the previous models stay as they were) and raises ``ModelError`` naming the model.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -36,25 +35,22 @@ from typing import Any
 
 import duckdb
 
-from feedback_sync.models.engines import (
-    DependentViewError,
-    DuckDbEngine,
-    Engine,
-    PostgresEngine,
-    has_schema,
-)
+from feedback_sync.errors import ModelError
 from feedback_sync.package_data import package_path
 from feedback_sync.source.arrow import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields
 from feedback_sync.source.types import DECLARED, VARIANT
 from feedback_sync.warehouse import runlock
-from feedback_sync.warehouse.export import write_parquet
-from feedback_sync.warehouse.target import Target, duckdb_memory_limit
+from feedback_sync.warehouse.engines import (
+    DependentViewError,
+    DuckDbEngine,
+    Engine,
+)
+from feedback_sync.warehouse.target import Target
 
 SQL_DIR = package_path("sql")
 MARTS_SCHEMA = "marts"
 LAYERS = {"staging": "view", MARTS_SCHEMA: "table"}
-MODELS_DUCKDB = "models.duckdb"
 _CALL = re.compile(r"\{\{\s*(source|ref)\(\s*'([A-Za-z0-9_]+)'\s*\)\s*\}\}")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # where a build records what it was built from (``build(reuse=True)`` skips a build whose
@@ -67,10 +63,6 @@ _VOLATILE = re.compile(
     r"get_current_time|get_current_timestamp|random|uuid|gen_random_uuid|setseed)\b",
     re.IGNORECASE,
 )
-
-
-class ModelError(Exception):
-    """A model that cannot be built, or a ``sql/`` folder that does not make sense."""
 
 
 @dataclass
@@ -391,7 +383,7 @@ def build(
         (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
     ]
     fingerprint = None
-    if isinstance(engine, DuckDbEngine) and not any(_VOLATILE.search(sql) for _, sql in rendered):
+    if engine.hashes_rows and not any(_VOLATILE.search(sql) for _, sql in rendered):
         fingerprint = _fingerprint(engine, project, dataset, existing, rendered, views)
     if reuse and fingerprint is not None:
         stored = _last_build(engine)
@@ -480,51 +472,6 @@ def _last_build(engine: Engine) -> tuple[str, Any, str] | None:
     return (str(rows[0][0]), rows[0][1], str(rows[0][2])) if rows else None
 
 
-def parquet_views(con: duckdb.DuckDBPyConnection, folder: Path, dataset: str) -> list[str]:
-    """Views ``<dataset>.<table>`` over ``<folder>/<table>.parquet``; the tables viewed.
-
-    Views of files no longer there are dropped. The paths are absolute: the models file is
-    rebuilt by every ``models`` run, so a moved folder needs one run to follow.
-    """
-    con.execute(f'create schema if not exists "{dataset}"')
-    tables = []
-    for file in sorted(folder.glob("*.parquet")):
-        table = file.stem
-        if not _IDENT.match(table):
-            continue
-        path = str(file.resolve()).replace("'", "''")
-        view = f'"{dataset}"."{table}"'
-        try:
-            con.execute(f"create or replace view {view} as select * from read_parquet('{path}')")
-        except duckdb.Error as exc:
-            raise ModelError(f"cannot read {file}: {exc}") from None
-        tables.append(table)
-    stale = con.execute(
-        "select view_name from duckdb_views() where schema_name = ? and not internal", [dataset]
-    ).fetchall()
-    for (name,) in stale:
-        if name not in tables:
-            con.execute(f'drop view "{dataset}"."{name}"')
-    return tables
-
-
-def export_marts(con: duckdb.DuckDBPyConnection, folder: Path, names: Iterable[str]) -> None:
-    """Each mart as ``<folder>/<mart>.parquet``: all written aside first, then all renamed."""
-    staged = folder / ".next"
-    try:
-        staged.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name in names:
-            relation = f'"{MARTS_SCHEMA}"."{name}"'
-            write_parquet(con.execute, relation, staged / f"{name}.parquet")
-            written.append(name)
-        for name in written:
-            (staged / f"{name}.parquet").replace(folder / f"{name}.parquet")
-        staged.rmdir()
-    except (OSError, duckdb.Error) as exc:
-        raise ModelError(f"writing the marts to {folder}: {exc}") from None
-
-
 def describe(project: Project) -> str:
     """The ``models --list`` text: every model, its grain, key and columns."""
     lines: list[str] = []
@@ -548,86 +495,20 @@ def describe(project: Project) -> str:
     return "\n".join(lines).rstrip()
 
 
-def models_file(target: Target) -> Path:
-    """The DuckDB file the models are built in: the warehouse, or one beside the Parquet."""
-    if target.is_parquet:
-        return target.parquet_dir / MODELS_DUCKDB
-    if target.is_delta:
-        return target.delta_dir / MODELS_DUCKDB
-    path = target.duckdb_file()
-    if path is None:
-        raise ModelError(f"{target.describe()} keeps its models in no DuckDB file")
-    return path
-
-
-@contextlib.contextmanager
-def warehouse(
-    target: Target, *, read_only: bool = False, building: bool = False
-) -> Iterator[tuple[Engine, str]]:
-    """The engine the models of ``target`` live on, and how messages name it: the DuckDB
-    file (the warehouse, or the models file beside the Parquet or of the Delta target), or
-    the PostgreSQL database. The one way the models, the dashboard and the push open it.
-
-    Args:
-        read_only: open a DuckDB file read-only.
-        building: for a models build, which makes the models file of a Parquet or Delta
-            target when it is not there yet.
-
-    Raises:
-        ModelError: the target keeps no models (another destination), or there is no
-            warehouse yet.
-    """
-    if target.destination == "postgres":
-        with target.pipeline().sql_client() as client:
-            yield PostgresEngine(client.native_connection), target.describe()
-        return
-    if not target.builds_models:
-        raise ModelError(
-            "the models, the dashboard and the push run on DuckDB, Parquet, Delta and "
-            f"PostgreSQL targets; {target.describe()} is none of them (run the SQL of sql/ "
-            "with your own tool there)"
-        )
-    path = models_file(target)
-    made_here = building and (target.is_parquet or target.is_delta)
-    if made_here:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    elif not path.exists():
-        raise ModelError(f"no warehouse at {path}: run `feedback-sync sync` first")
-    con = open_models_file(path, read_only=read_only)
-    try:
-        yield DuckDbEngine(con), str(path)
-    finally:
-        con.close()
-
-
-def open_models_file(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """A connection to the models' DuckDB file, with the sync's memory limit.
-
-    Raises:
-        ModelError: the file cannot be opened (say, a sync holds it).
-    """
-    try:
-        return duckdb.connect(
-            str(path), read_only=read_only, config={"memory_limit": duckdb_memory_limit()}
-        )
-    except duckdb.Error as exc:
-        raise ModelError(f"cannot open {path}: {exc}") from None
-
-
 def apply(
     target: Target, project: Project | None = None, lock_wait: float = 0.0, reuse: bool = False
 ) -> BuildResult:
-    """Builds the models for ``target``; for Parquet, over views of its files.
+    """Builds the models for ``target``, over what the target makes of its loaded tables
+    (views of Parquet files, Delta snapshots: ``Target.prepare_models``) and leaving what it
+    keeps beside them (the marts as Parquet files: ``Target.after_models``).
 
     With ``reuse`` (a sync's build), a build whose inputs did not change is skipped
-    (``build``).
-
-    For Parquet the marts are also written as ``<folder>/marts/<mart>.parquet``. Holds
-    ``target``'s run lock (a sync that builds its models holds it already).
+    (``build``). Holds ``target``'s run lock (a sync that builds its models holds it
+    already).
 
     Raises:
-        ModelError: the target is not DuckDB or Parquet, nothing was synced there yet, or a
-            model failed (named, with DuckDB's message).
+        ModelError: the target keeps no models, nothing was synced there yet, or a model
+            failed (named, with the database's message).
         WarehouseBusy: another run holds the warehouse (nothing was done).
     """
     with runlock.hold(target, "models", lock_wait):
@@ -636,40 +517,15 @@ def apply(
 
 def _apply(target: Target, project: Project | None, reuse: bool) -> BuildResult:
     project = project or load_project()
-    if target.is_parquet and not any(target.parquet_dir.glob("*.parquet")):
-        raise ModelError(f"no Parquet files in {target.parquet_dir}/: run a sync first")
-    with warehouse(target, building=True) as (engine, where):
-        if not isinstance(engine, DuckDbEngine):
-            if not has_schema(engine, target.dataset):
-                raise ModelError(f"{where} has no dataset {target.dataset!r}: run a sync first")
-            try:
-                return build(engine, target.dataset, project)
-            except DependentViewError as exc:
-                raise ModelError(str(exc)) from None
-        con = engine.con
+    with target.open_models(building=True) as (engine, where):
         try:
-            if target.is_parquet:
-                parquet_views(con, target.parquet_dir, target.dataset)
-            elif target.is_delta:
-                from feedback_sync.warehouse import (
-                    delta,  # pyarrow.dataset and delta-rs: only for Delta
-                )
-
-                try:
-                    made = delta.snapshot_views(con, target.pipeline(), target.dataset)
-                except delta.DeltaError as exc:
-                    raise ModelError(str(exc)) from None
-                if not made:
-                    raise ModelError(f"no Delta tables in {target.describe()}: run a sync first")
-            elif not has_schema(engine, target.dataset):
-                raise ModelError(f"{where} has no dataset {target.dataset!r}: run a sync first")
-            result = build(con, target.dataset, project, reuse=reuse)
-            marts = target.parquet_dir / "marts"
-            if target.is_parquet and (
-                result.reused_from is None
-                or not all((marts / f"{name}.parquet").exists() for name in result.mart_rows)
-            ):
-                export_marts(con, marts, result.mart_rows)
+            target.prepare_models(engine)
+            result = build(engine, target.dataset, project, reuse=reuse)
+            target.after_models(
+                engine, MARTS_SCHEMA, result.mart_rows, reused=result.reused_from is not None
+            )
             return result
-        except duckdb.Error as exc:
+        except DependentViewError as exc:
+            raise ModelError(str(exc)) from None
+        except engine.errors as exc:
             raise ModelError(f"{where}: {exc}") from None

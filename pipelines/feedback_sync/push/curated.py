@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedback_sync.errors import ConfigError
-from feedback_sync.models.engines import Engine, columns_of, has_relation
+from feedback_sync.warehouse.engines import Engine, columns_of, has_relation
 
 SCHEMA = "curated"
 

@@ -13,7 +13,7 @@ An intent without an outcome is what a crash leaves; the next run looks the obje
 (``kinds.Kind.lookup``) before anything is planned, so it is never created twice.
 
 The journal's SQL is written in what DuckDB and PostgreSQL both accept: it lives in either
-warehouse (``feedback_sync.models.engines``).
+warehouse (``feedback_sync.warehouse.engines``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from feedback_sync.models.engines import Engine
+from feedback_sync.warehouse.engines import Engine
 
 SCHEMA = "push"
 

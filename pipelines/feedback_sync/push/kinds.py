@@ -23,9 +23,9 @@ from urllib.parse import quote, unquote
 from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.paging import Chain, CursorPaginator, PageNumberPaginator, walk
 from feedback_sync.errors import NotFound
-from feedback_sync.models.engines import Engine, has_relation, records
 from feedback_sync.push import values
 from feedback_sync.push.values import BadValue
+from feedback_sync.warehouse.engines import Engine, has_relation, records
 
 Field = tuple[str, ...]
 _MARKER = re.compile(r"\[//\]: # \(feedback-sync:([a-z0-9_]+):([^)\s]+)\)")

@@ -34,9 +34,15 @@ import httpx
 
 from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.settings import FeedbackSettings, load_settings
-from feedback_sync.errors import SCRUBBER, ApiError, ConfigError, NotFound, OutcomeUnknown
-from feedback_sync.models.engines import Engine, has_schema, records
-from feedback_sync.models.project import ModelError, load_project, warehouse
+from feedback_sync.errors import (
+    SCRUBBER,
+    ApiError,
+    ConfigError,
+    ModelError,
+    NotFound,
+    OutcomeUnknown,
+)
+from feedback_sync.models.project import load_project
 from feedback_sync.push import curated as curated_inputs
 from feedback_sync.push.journal import Journal, fields_hash
 from feedback_sync.push.kinds import KINDS, Context, Followers, Request, show_field
@@ -45,6 +51,7 @@ from feedback_sync.push.settings import PushSettings, load_push_settings
 from feedback_sync.push.targets import PUSH_DIR, TargetSpec, load_targets, render
 from feedback_sync.push.values import shown
 from feedback_sync.warehouse import runlock
+from feedback_sync.warehouse.engines import Engine, has_schema, records
 from feedback_sync.warehouse.target import Target
 
 log = logging.getLogger("feedback_sync")
@@ -286,7 +293,7 @@ def _run_push(
     result = PushResult(applied=apply, where=f"{target.describe()} -> {settings.base_url}")
     with contextlib.ExitStack() as opened:
         try:
-            engine, where = opened.enter_context(warehouse(target))
+            engine, where = opened.enter_context(target.open_models())
         except ModelError as exc:
             raise ConfigError(str(exc)) from None
         client = FeedbackClient(settings, transport=transport)
@@ -353,7 +360,7 @@ def _run(
     base = Context(con, target.dataset, client, "")
     base.known_ideas = _set(base, "select idea_idx as idx from staging.ideas")
     resolver = FollowerResolver(base, apply)
-    folder = push_settings.curated_dir if target.is_duckdb_backed or target.is_delta else None
+    folder = push_settings.curated_dir if target.reads_curated_files else None
     for spec in chosen:
         reason = None
         sources: dict[str, str] = {}

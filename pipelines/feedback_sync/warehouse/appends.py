@@ -37,7 +37,7 @@ from dlt.common.schema import Schema
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
-from feedback_sync.warehouse.target import dataset_tables
+from feedback_sync.warehouse.base import dataset_tables
 
 log = logging.getLogger("feedback_sync")
 

@@ -58,6 +58,9 @@ class Engine(Protocol):
 
     # what a failed statement raises: a model that fails is reported with its name
     errors: tuple[type[Exception], ...]
+    # whether ``hash(row)`` sums a relation's rows (what lets a build be skipped when
+    # nothing it reads changed)
+    hashes_rows: bool
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
@@ -119,6 +122,7 @@ class DuckDbEngine:
 
         self.con = con
         self.errors: tuple[type[Exception], ...] = (duckdb.Error,)
+        self.hashes_rows = True
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         rows: list[tuple[Any, ...]] = self.con.execute(sql, list(params)).fetchall()
@@ -174,6 +178,7 @@ class PostgresEngine:
             psycopg2.extras.register_default_jsonb,
         ):
             register(con, loads=_text)
+        self.hashes_rows = False
         self.errors: tuple[type[Exception], ...] = (
             psycopg2.Error,
             sqlglot.errors.SqlglotError,

@@ -15,15 +15,6 @@ from typing import Any
 
 from dlt.pipeline.pipeline import Pipeline
 
-from feedback_sync.warehouse.target import dataset_tables
-
-
-def data_tables(pipeline: Pipeline) -> list[str]:
-    """The dataset's tables that hold synced data (dlt's own ``_dlt_*`` tables left out)."""
-    with pipeline.sql_client() as client:
-        return [name for name in dataset_tables(client) if not name.startswith("_dlt")]
-
-
 # rows per Parquet row group: DuckDB buffers a row group per thread while writing, and
 # 122,880 rows (its default) of comments outgrow the sync's 256MB memory limit at 500k rows
 ROW_GROUP_ROWS = 20_000

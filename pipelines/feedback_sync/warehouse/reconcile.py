@@ -17,9 +17,9 @@ A row whose item this load rejected (``rejected_rows``, same idx) was seen: it s
 resource with an item rejected for having no idx has nothing removed (the item may be any
 row not seen); the run warns.
 
-Each runs in one transaction through dlt's SQL client, so it works on any SQL destination,
-and each can run again for the same load with the same result (a crash replays them). On
-Delta tables the same steps are Delta commits (``warehouse/delta.py``).
+Each runs in one transaction through dlt's SQL client, so it works on any SQL destination
+(``sql.SqlTarget``), and each can run again for the same load with the same result (a crash
+replays them). On Delta tables the same steps are Delta commits (``delta_tables.py``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.source.arrow import PARENT_KEYS, child_tables
 from feedback_sync.source.screening import REJECTED_TABLE
-from feedback_sync.warehouse.base import warn_unknown_rejection
-from feedback_sync.warehouse.target import dataset_tables
+from feedback_sync.warehouse.base import dataset_tables, warn_unknown_rejection
 
 log = logging.getLogger("feedback_sync")
 
@@ -50,11 +49,6 @@ def _children(pipeline: Pipeline, existing: set[str], root: str) -> list[str]:
     return [c for c in child_tables(pipeline.default_schema.tables, root) if c in existing]
 
 
-def is_delta(pipeline: Pipeline) -> bool:
-    """Whether the pipeline loads Delta tables (dlt's filesystem destination)."""
-    return pipeline.destination.destination_name == "filesystem"
-
-
 def replace_children(
     pipeline: Pipeline, load_id: str, had: frozenset[str] | None = None
 ) -> dict[str, int]:
@@ -63,10 +57,6 @@ def replace_children(
     ``had``: the tables the warehouse had before the load, when known. A child table it did
     not have holds only the load's own rows, so nothing in it is stale and it is not asked.
     """
-    if is_delta(pipeline):
-        from feedback_sync.warehouse import delta
-
-        return delta.replace_children(pipeline, load_id)
     removed: dict[str, int] = {}
     if had is not None and not any(_is_child(table) for table in had):
         return removed  # no child table had rows before this load: none can be stale
@@ -109,10 +99,6 @@ def reconcile(
     ``had``: the tables the warehouse had before the load, when known; a resource whose
     table it did not have holds only the load's rows, none of them gone.
     """
-    if is_delta(pipeline):
-        from feedback_sync.warehouse import delta
-
-        return delta.reconcile(pipeline, load_id, resources, mode)
     if had is not None:
         resources = [root for root in resources if root in had]
         if not resources:

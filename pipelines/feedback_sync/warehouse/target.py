@@ -1,38 +1,43 @@
-"""Where a sync lands: the dlt pipeline and destination for ``duckdb``, ``parquet`` or a name.
+"""Where a sync lands: ``Target``, one interface every destination implements.
 
-- ``duckdb`` (default): one DuckDB file, ``data/warehouse.duckdb`` unless dlt's own setting
-  ``DESTINATION__DUCKDB__CREDENTIALS`` (or ``[destination.duckdb] credentials``) names one.
-- ``parquet``: one Parquet file per table under a folder (``data/parquet``), holding the
-  current rows. dlt's plain filesystem destination appends on merge, so merges, deletes and
-  state happen in a working DuckDB file inside the folder (``.feedback-sync/``), and every
-  table a run touched is then written out as ``<table>.parquet`` (replaced atomically).
-- ``delta``: Delta Lake tables, one per table, through dlt's filesystem destination with
-  ``table_format="delta"``. They live where dlt's ``DESTINATION__FILESYSTEM__BUCKET_URL``
-  says (a local folder, ``s3://``, ``gs://``, ``az://``, with dlt's credentials for it), else
-  under ``data/delta``. Merges, deletes and soft deletes are Delta commits
-  (``warehouse/delta.py``): a run writes only the files its changes touch. The models are
-  built in a local DuckDB file (``<delta-dir>/models.duckdb``) over the tables' current
-  snapshots.
-- any other name: that dlt destination, configured the dlt way.
+A run names its destination (``--destination``, default ``duckdb``); ``Target(...)`` then
+makes the one class that implements that destination, from the module ``DESTINATIONS``
+names (any name it does not list is a dlt destination configured the dlt way,
+``other.py``). Each lives in a module of its own and only it knows what its destination
+does differently:
+
+- ``duckdb.py``: one DuckDB file (the default);
+- ``parquet.py``: one Parquet file per table, written from a working DuckDB file;
+- ``postgres.py``: a PostgreSQL database;
+- ``delta.py``: Delta Lake tables, local or in object storage;
+- ``other.py``: any other dlt destination (loads and deletes; no models).
+
+Code outside this package asks a target what to do (``describe``, ``pipeline``,
+``reconcile``, ``open_models``...), never which destination it is. A new destination is a
+module with a ``Target`` subclass named ``DESTINATION``, its line in ``DESTINATIONS`` and
+its tests. The modules are imported by name when a target is made, as dlt finds its own
+destinations, so a run imports only the one it uses.
 
 Each target has its own pipeline name, so its state (cursors) never mixes with another's.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from feedback_sync.errors import ConfigError, redact_url
+from feedback_sync.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:  # dlt is imported where it is used: `feedback-sync status` runs without it
-    from dlt.destinations.sql_client import SqlClientBase
     from dlt.pipeline.pipeline import Pipeline
+
+    from feedback_sync.warehouse.engines import Engine
 
 DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
 DEFAULT_PARQUET_DIR = Path("data/parquet")
@@ -44,10 +49,31 @@ PIPELINE_NAME = "feedback_sync"
 # (bench/RESULTS.md) at the price of spilling that window to disk on big loads
 DUCKDB_MEMORY_LIMIT = "256MB"
 WORKING_DIR = ".feedback-sync"
+# the DuckDB file the models of a Parquet or Delta target are built in
+MODELS_DUCKDB = "models.duckdb"
 # loaded packages kept in dlt's working folder for inspection (`dlt pipeline feedback_sync
 # load-package`): a day of hourly runs. Without its data files a package holds its schema
 # and dlt's copy of the state: 2.4-3.0 MB at `large` (20,000 ideas); dlt never deletes one
 KEEP_LOADED_PACKAGES = 24
+
+# --destination name -> the module that implements it (its class ``DESTINATION``)
+DESTINATIONS = {
+    "duckdb": "feedback_sync.warehouse.duckdb",
+    "parquet": "feedback_sync.warehouse.parquet",
+    "postgres": "feedback_sync.warehouse.postgres",
+    "delta": "feedback_sync.warehouse.delta",
+}
+OTHER = "feedback_sync.warehouse.other"
+# what every destination implements (tests/sync/test_paths.py checks each does)
+REQUIRED = (
+    "replace_children",
+    "reconcile",
+    "table_counts",
+    "load_completed",
+    "completed_loads",
+    "key_figures",
+    "newest",
+)
 
 
 def keep_loaded_packages() -> int:
@@ -79,7 +105,8 @@ def duckdb_memory_limit() -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """The destination of a sync as the user named it."""
+    """The destination of a sync as the user named it, and everything that differs between
+    destinations. ``Target(destination=...)`` makes the subclass that implements it."""
 
     destination: str = "duckdb"
     dataset: str = DEFAULT_DATASET
@@ -88,70 +115,34 @@ class Target:
     pipelines_dir: Path | None = None
     delta_dir: Path = DEFAULT_DELTA_DIR
 
-    @property
-    def is_parquet(self) -> bool:
-        return self.destination == "parquet"
+    # whether the SQL models, the dashboard and the push run here (``open_models``)
+    builds_models: ClassVar[bool] = False
+    # whether the push also reads curated inputs from files (data/curated/*.csv|.parquet)
+    reads_curated_files: ClassVar[bool] = False
+    # dlt's load file format and table format for every table (None: dlt's default)
+    loader_file_format: ClassVar[str | None] = None
+    table_format: ClassVar[Any] = None
+    # the step a run spends on ``publish`` (its summary's name for it), None if it has none
+    publish_step: ClassVar[str | None] = None
 
-    @property
-    def is_delta(self) -> bool:
-        return self.destination == "delta"
+    def __new__(cls, *args: Any, **kwargs: Any) -> Target:
+        if cls is not Target:
+            return super().__new__(cls)
+        name = kwargs.get("destination", args[0] if args else "duckdb")
+        module = importlib.import_module(DESTINATIONS.get(name, OTHER))
+        chosen: type[Target] = module.DESTINATION
+        return super().__new__(chosen)
 
-    def bucket_url(self) -> str:
-        """Where the Delta tables live: dlt's configured bucket, else ``delta_dir``."""
-        configured: Any = os.environ.get("DESTINATION__FILESYSTEM__BUCKET_URL")
-        if not configured:
-            import dlt
-
-            configured = dlt.config.get("destination.filesystem.bucket_url")
-        if configured:
-            return str(configured)
-        return str(self.delta_dir.absolute())
-
-    @property
-    def is_duckdb_backed(self) -> bool:
-        return self.destination in ("duckdb", "parquet")
-
-    @property
-    def builds_models(self) -> bool:
-        """Whether ``models`` runs here: DuckDB, Parquet and Delta (through DuckDB) and
-        PostgreSQL."""
-        return self.is_duckdb_backed or self.is_delta or self.destination == "postgres"
+    # where the data is
 
     @property
     def pipeline_name(self) -> str:
-        if self.destination == "duckdb":
-            return PIPELINE_NAME
         return f"{PIPELINE_NAME}_{self.destination}"
 
-    @property
-    def loader_file_format(self) -> str | None:
-        # parquet load files are 20-60x faster into DuckDB than insert statements.
-        # PostgreSQL: measured, CSV through COPY was faster (a full sync at `demo` 6.0-7.0 s
-        # against 8.3-8.6 s, at `medium` 69-78 s against 83-84 s; 2 rounds each, alternated,
-        # one server), but dlt's COPY marks every nullable column FORCE_NULL, so an empty
-        # string the API sent lands as NULL (tests/postgres/test_sync_postgres.py). Exact
-        # values win: insert statements, dlt's default. dlt then warns, per table, that it
-        # turns the Arrow items into statements row by row ("will degrade performance"):
-        # that is this decision, and the warning is left to show.
-        if self.is_duckdb_backed:
-            return "parquet"
-        return "insert_values" if self.destination == "postgres" else None
-
-    @property
-    def table_format(self) -> Any:
-        """dlt's table format for every table: ``delta`` for the Delta target."""
-        return "delta" if self.is_delta else None
-
     def duckdb_file(self) -> Path | None:
-        """The DuckDB file written to (None for destinations other than DuckDB and Parquet)."""
-        if self.is_parquet:
-            return self.parquet_dir / WORKING_DIR / "work.duckdb"
-        if self.destination != "duckdb":
-            return None
-        if self.duckdb_path is not None:
-            return self.duckdb_path
-        configured = _dlt_duckdb_credentials()
-        return Path(configured) if configured is not None else DEFAULT_DUCKDB_PATH
+        """The DuckDB file dlt loads into, if any (its lock and its keep-open are the
+        run's)."""
+        return None
 
     def check_duckdb_name(self) -> None:
         """DuckDB names the catalog after the file: "feedback.feedback" would be ambiguous."""
@@ -163,34 +154,35 @@ class Target:
             )
 
     def describe(self) -> str:
-        if self.is_parquet:
-            return f"Parquet files in {self.parquet_dir}/"
-        if self.destination == "duckdb":
-            return f"DuckDB {self.duckdb_file()} (dataset {self.dataset})"
-        if self.is_delta:
-            return f"Delta tables in {redact_url(self.bucket_url())}/{self.dataset}/"
         return f"{self.destination} (dataset {self.dataset})"
 
     def location(self) -> str:
-        """Where the loaded tables live, as a URL with no user name or secret in it: the
-        DuckDB file, the Parquet folder, the Delta bucket or folder, the PostgreSQL server
-        and database (from dlt's configuration, nothing is opened), else the destination."""
-        if self.is_parquet:
-            return f"file://{self.parquet_dir.resolve()}"
-        if self.is_delta:
-            url = self.bucket_url()
-            if "://" not in url:
-                return f"file://{Path(url).resolve()}"
-            parts = urlsplit(url)
-            return urlunsplit((parts.scheme, parts.hostname or "", parts.path.rstrip("/"), "", ""))
-        path = self.duckdb_file()
-        if path is not None:
-            return f"duckdb://{path.resolve()}"
-        if self.destination == "postgres":
-            server = _postgres_server()
-            if server:
-                return f"postgres://{server}"
+        """Where the loaded tables live, as a URL with no user name or secret in it."""
         return f"{self.destination}://"
+
+    def relation_uri(self, schema: str, name: str, *, mart: bool) -> str | None:
+        """A loaded table or a mart (``mart``) as a URL with no secret in it, for lineage;
+        None where the location is not known."""
+        location = self.location()
+        if location.endswith("://"):
+            return None
+        return f"{location}/{schema}/{name}"
+
+    def identity_path(self) -> Path | None:
+        """The file or folder that is this warehouse, where one is (None for a server)."""
+        return self.duckdb_file()
+
+    def writer_name(self) -> tuple[str, str, str]:
+        """``(kind, name, name if that is blank)`` of what one writer at a time may hold: a
+        DuckDB file admits one writing process whatever the dataset; a server, one per
+        dataset."""
+        return self.destination, self.dataset, ""
+
+    # loading
+
+    def dlt_destination(self) -> Any:
+        """What ``dlt.pipeline`` is given as the destination."""
+        return self.destination
 
     def pipeline(self, progress: Any = None) -> Pipeline:
         """The dlt pipeline for this target (created or attached)."""
@@ -198,23 +190,8 @@ class Target:
 
         from feedback_sync.warehouse import load_order
 
-        destination: Any
-        path = self.duckdb_file()
         self.check_duckdb_name()
-        if self.is_delta:
-            from feedback_sync.warehouse import delta
-
-            # each key once per load: delta-rs keeps or refuses repeats (warehouse/delta.py)
-            delta.install()
-            destination = dlt.destinations.filesystem(bucket_url=self.bucket_url())
-        elif path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # absolute: dlt resolves a relative path against the folder the pipeline was
-            # first run from (kept in its local state), so a working folder run from
-            # elsewhere, or copied, would load into the first folder's file
-            destination = _duckdb_file_destination(path.absolute(), self.pipeline_name)
-        else:
-            destination = self.destination
+        destination = self.dlt_destination()
         # the source yields Arrow tables; reconcile and replace_children need every row's
         # load id, which dlt adds to Arrow rows only when asked
         dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
@@ -237,57 +214,106 @@ class Target:
             progress=progress,
         )
 
+    # after a load: what every destination does its own way
 
-def newest_state_sql(states: str, loads: str, column: str, param: str) -> str:
-    """``column`` of the newest state dlt committed for one pipeline (the pipeline's name
-    is the one parameter, written ``param``), as dlt's own ``get_stored_state`` finds it:
-    state rows joined to completed loads, the newest load first. ``states`` and ``loads``
-    are the qualified ``_dlt_pipeline_state`` and ``_dlt_loads``."""
-    return (
-        f"select s.{column} from {states} as s join {loads} as l on l.load_id = s._dlt_load_id "
-        f"where s.pipeline_name = {param} and l.status = 0 order by l.load_id desc limit 1"
-    )
+    def replace_children(
+        self, pipeline: Pipeline, load_id: str, had: frozenset[str] | None = None
+    ) -> dict[str, int]:
+        """Deletes child rows whose parent came again in ``load_id`` without them; counts.
+        ``had``: the tables the warehouse had before the load, when known."""
+        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
+    def reconcile(
+        self,
+        pipeline: Pipeline,
+        load_id: str,
+        resources: Iterable[str],
+        mode: str,
+        had: frozenset[str] | None = None,
+    ) -> dict[str, int]:
+        """Removes (or marks, ``mode`` soft) rows of ``resources`` not seen in ``load_id``;
+        counts per table."""
+        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
-def completed_loads_sql(loads: str) -> str:
-    """When the newest completed load was stored, and how many completed."""
-    return f"select max(inserted_at), count(*) from {loads} where status = 0"
+    def table_counts(self, pipeline: Pipeline) -> dict[str, int]:
+        """Rows per data table (empty when nothing was loaded yet)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
+    def load_completed(self, pipeline: Pipeline, load_id: str) -> bool:
+        """Whether the destination recorded ``load_id`` as complete; raises where it cannot
+        be asked."""
+        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
-def dataset_tables(client: SqlClientBase[Any]) -> list[str]:
-    """Tables that exist in the client's dataset, sorted (the schema may name tables that
-    were never created, when no row ever reached them)."""
-    rows = client.execute_sql(
-        "select table_name from information_schema.tables where table_schema = %s "
-        "order by table_name",
-        client.dataset_name,
-    )
-    return [row[0] for row in rows or ()]
+    def completed_loads(self, pipeline: Pipeline) -> tuple[datetime | None, int]:
+        """When the newest completed load was stored, and how many completed."""
+        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
+    def state_is_current(self, pipeline: Pipeline) -> bool:
+        """Whether the local state is the one the destination committed last, so dlt's
+        restore is not needed; False lets dlt restore."""
+        return False
 
-def _postgres_server() -> str | None:
-    """``host:port/database`` of the configured PostgreSQL credentials (no user, no
-    password), or None when they are not set or not read as a connection string."""
-    import dlt
-    from dlt.destinations.impl.postgres.configuration import PostgresCredentials
+    def prune_state_history(self, pipeline: Pipeline, keep: int = 10) -> None:
+        """Keeps the last ``keep`` stored versions of the state, where the destination
+        keeps them all."""
+        return None  # dlt's filesystem destination keeps its own count (max_state_files)
 
-    value: Any = os.environ.get("DESTINATION__POSTGRES__CREDENTIALS") or dlt.secrets.get(
-        "destination.postgres.credentials"
-    )
-    credentials = PostgresCredentials()
-    try:
-        if isinstance(value, str):
-            credentials.parse_native_representation(value)
-        elif isinstance(value, Mapping):
-            credentials.update(value)
-        else:
-            return None
-    except ValueError:  # not a connection string (dlt says so when it connects)
-        return None
-    if not credentials.host:
-        return None
-    port = f":{credentials.port}" if credentials.port else ""
-    return f"{credentials.host}{port}/{credentials.database or ''}"
+    def key_figures(self, pipeline: Pipeline, tables: Sequence[str], key: str) -> dict[str, Any]:
+        """Per table present: rows, rows with a null ``key``, rows beyond the first per key."""
+        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
+
+    def newest(
+        self, pipeline: Pipeline, tables: Sequence[str], columns: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        """Per table present: the newest value of each of ``columns`` it has."""
+        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
+
+    def publish(
+        self,
+        pipeline: Pipeline,
+        tables: Collection[str],
+        loaded: Iterable[str],
+        removed: Iterable[str],
+        everything: bool,
+    ) -> dict[str, int]:
+        """After a run's load and deletes, makes what changed readable where readers look:
+        ``tables`` the warehouse has, the tables the run ``loaded`` rows into and ``removed``
+        rows from (``everything``: every table, after a run that finished another's load).
+        Rows written per table; ``publish_step`` names the step."""
+        return {}
+
+    # the models
+
+    def models_file(self) -> Path:
+        """The DuckDB file the models are built in."""
+        raise ModelError(f"{self.describe()} keeps its models in no DuckDB file")
+
+    def open_models(
+        self, *, read_only: bool = False, building: bool = False
+    ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
+        """The engine the models live on, and how messages name it. ``building``: for a
+        models build, which may make the models file where it is not there yet.
+
+        Raises:
+            ModelError: the target keeps no models, or there is no warehouse yet.
+        """
+        raise ModelError(
+            "the models, the dashboard and the push run on DuckDB, Parquet, Delta and "
+            f"PostgreSQL targets; {self.describe()} is none of them (run the SQL of sql/ "
+            "with your own tool there)"
+        )
+
+    def prepare_models(self, engine: Engine) -> None:
+        """Makes the loaded tables readable to the models in ``engine`` (views over files,
+        snapshots), or raises ``ModelError`` when nothing was synced here yet."""
+        return None  # the loaded tables are the warehouse's own
+
+    def after_models(
+        self, engine: Engine, schema: str, marts: Mapping[str, int], reused: bool
+    ) -> None:
+        """What a models build leaves beside the warehouse: the marts (``marts``, rows per
+        mart of ``schema``) as files. ``reused``: the build was skipped, inputs unchanged."""
+        return None  # the marts are tables of the warehouse
 
 
 def _dlt_settings_files() -> list[Path]:
@@ -318,73 +344,3 @@ def dlt_settings_mention(section: str) -> bool:
         if section in text.lower():
             return True
     return False
-
-
-def _duckdb_file_destination(path: Path, pipeline_name: str) -> Any:
-    """dlt's DuckDB destination for the file at ``path``, with credentials that render as
-    text without SQLAlchemy.
-
-    dlt prints a load's credentials (``str()``) for the load's step info, and its own
-    rendering imports SQLAlchemy (0.13-0.17 s of every run that loads) to print a file path.
-    dlt resolves credentials it is given again into its own class unless they arrive
-    resolved, so they are resolved here the way dlt would (every other setting, such as
-    ``DESTINATION__DUCKDB__CREDENTIALS__PRAGMAS``, still comes from dlt's providers) and
-    handed over resolved, in a subclass whose text is dlt's own for a file
-    (``duckdb:///`` and the path). Resolved anew for each pipeline, in its name's config
-    section as dlt's load would (``FEEDBACK_SYNC__DESTINATION__DUCKDB__CREDENTIALS__...``
-    applies to ``pipeline_name`` only): settings read at one run's start apply to that run.
-    """
-    import dlt
-    from dlt.common.configuration.resolve import inject_section
-    from dlt.common.configuration.specs import ConfigSectionContext
-    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
-
-    # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory bounded
-    # and lets DuckDB spill to disk instead. The path is set, not parsed: parsing tries it
-    # as a connection URL first, which imports SQLAlchemy only to fall back to a file path
-    given = DuckDbCredentials(global_config={"memory_limit": duckdb_memory_limit()})
-    given.database = str(path)
-    factory = dlt.destinations.duckdb(credentials=given)
-    with inject_section(ConfigSectionContext(pipeline_name=pipeline_name, sections=())):
-        resolved = factory.configuration(factory.spec(), accept_partial=True)
-    credentials = _duckdb_file_credentials()()
-    for field, value in resolved.credentials.items():
-        setattr(credentials, field, value)
-    return dlt.destinations.duckdb(credentials=credentials.resolve())
-
-
-@functools.cache
-def _duckdb_file_credentials() -> Any:
-    """dlt's DuckDB credentials class, whose text for a file is dlt's own without
-    SQLAlchemy (``duckdb:///`` and the path); made once, on first use (dlt is imported
-    late)."""
-    from dlt.common.configuration import configspec
-    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
-
-    @configspec(init=False)
-    class DuckDbFileCredentials(DuckDbCredentials):
-        def __str__(self) -> str:
-            return f"duckdb:///{self.database}"
-
-    return DuckDbFileCredentials
-
-
-def _dlt_duckdb_credentials() -> str | None:
-    """The DuckDB file the user configured for dlt's DuckDB destination, if any."""
-    value: Any = os.environ.get("DESTINATION__DUCKDB__CREDENTIALS")
-    if not value and dlt_settings_mention("destination"):
-        import dlt
-
-        value = dlt.config.get("destination.duckdb.credentials") or dlt.secrets.get(
-            "destination.duckdb.credentials"
-        )
-    if not value:
-        return None
-    if isinstance(value, dict) and isinstance(value.get("database"), str):
-        value = value["database"]
-    if not isinstance(value, str):
-        raise ConfigError(
-            "destination.duckdb.credentials must be the DuckDB file's path "
-            f"(or a table with `database`), got {type(value).__name__}"
-        )
-    return value.removeprefix("duckdb:///")

@@ -1,0 +1,147 @@
+"""The Delta destination: Delta Lake tables, one per table, through dlt's filesystem
+destination with ``table_format="delta"``.
+
+They live where dlt's ``DESTINATION__FILESYSTEM__BUCKET_URL`` says (a local folder,
+``s3://``, ``gs://``, ``az://``, with dlt's credentials for it), else under ``data/delta``.
+Merges, deletes and soft deletes are Delta commits (``delta_tables.py``, imported only by a
+run that uses Delta: it needs delta-rs and pyarrow's datasets): a run writes only the files
+its changes touch. The models are built in a local DuckDB file
+(``<delta-dir>/models.duckdb``) over the tables' current snapshots.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+from feedback_sync.errors import ModelError, redact_url
+from feedback_sync.warehouse.duckdb import open_duckdb_models
+from feedback_sync.warehouse.target import MODELS_DUCKDB, Target
+
+if TYPE_CHECKING:
+    from dlt.pipeline.pipeline import Pipeline
+
+    from feedback_sync.warehouse.engines import Engine
+
+
+class Delta(Target):
+    """Delta tables in a folder or a bucket."""
+
+    builds_models: ClassVar[bool] = True
+    reads_curated_files: ClassVar[bool] = True
+    table_format: ClassVar[Any] = "delta"
+
+    def bucket_url(self) -> str:
+        """Where the Delta tables live: dlt's configured bucket, else ``delta_dir``."""
+        configured: Any = os.environ.get("DESTINATION__FILESYSTEM__BUCKET_URL")
+        if not configured:
+            import dlt
+
+            configured = dlt.config.get("destination.filesystem.bucket_url")
+        if configured:
+            return str(configured)
+        return str(self.delta_dir.absolute())
+
+    def describe(self) -> str:
+        return f"Delta tables in {redact_url(self.bucket_url())}/{self.dataset}/"
+
+    def location(self) -> str:
+        url = self.bucket_url()
+        if "://" not in url:
+            return f"file://{Path(url).resolve()}"
+        parts = urlsplit(url)
+        return urlunsplit((parts.scheme, parts.hostname or "", parts.path.rstrip("/"), "", ""))
+
+    def relation_uri(self, schema: str, name: str, *, mart: bool) -> str | None:
+        if mart:  # the marts are tables of the local models file
+            return f"duckdb://{self.models_file().resolve()}/{schema}/{name}"
+        return super().relation_uri(schema, name, mart=mart)
+
+    def dlt_destination(self) -> Any:
+        import dlt
+
+        from feedback_sync.warehouse import delta_tables
+
+        # each key once per load: delta-rs keeps or refuses repeats (delta_tables.py)
+        delta_tables.install()
+        return dlt.destinations.filesystem(bucket_url=self.bucket_url())
+
+    def replace_children(
+        self, pipeline: Pipeline, load_id: str, had: frozenset[str] | None = None
+    ) -> dict[str, int]:
+        from feedback_sync.warehouse import delta_tables
+
+        return delta_tables.replace_children(pipeline, load_id)
+
+    def reconcile(
+        self,
+        pipeline: Pipeline,
+        load_id: str,
+        resources: Iterable[str],
+        mode: str,
+        had: frozenset[str] | None = None,
+    ) -> dict[str, int]:
+        from feedback_sync.warehouse import delta_tables
+
+        return delta_tables.reconcile(pipeline, load_id, resources, mode)
+
+    def table_counts(self, pipeline: Pipeline) -> dict[str, int]:
+        from feedback_sync.warehouse import delta_tables
+
+        return delta_tables.table_counts(pipeline)
+
+    def load_completed(self, pipeline: Pipeline, load_id: str) -> bool:
+        from feedback_sync.warehouse import delta_tables
+
+        return delta_tables.load_completed(pipeline, load_id)
+
+    def completed_loads(self, pipeline: Pipeline) -> tuple[datetime | None, int]:
+        from feedback_sync.warehouse import delta_tables
+
+        return delta_tables.completed_loads(pipeline)
+
+    def key_figures(self, pipeline: Pipeline, tables: Sequence[str], key: str) -> dict[str, Any]:
+        from feedback_sync.warehouse import delta_tables
+
+        found = delta_tables.tables(pipeline)
+        return {t: delta_tables.key_figures(found[t], key) for t in tables if t in found}
+
+    def newest(
+        self, pipeline: Pipeline, tables: Sequence[str], columns: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        from feedback_sync.warehouse import delta_tables
+
+        found = delta_tables.tables(pipeline)
+        newest: dict[str, dict[str, Any]] = {}
+        for table in tables:
+            if table in found:
+                latest = delta_tables.newest(found[table], columns)
+                if latest:
+                    newest[table] = latest
+        return newest
+
+    def models_file(self) -> Path:
+        return self.delta_dir / MODELS_DUCKDB
+
+    def open_models(
+        self, *, read_only: bool = False, building: bool = False
+    ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
+        return open_duckdb_models(self.models_file(), read_only=read_only, create=building)
+
+    def prepare_models(self, engine: Engine) -> None:
+        from feedback_sync.warehouse import delta_tables
+
+        try:
+            made = delta_tables.snapshot_views(engine.con, self.pipeline(), self.dataset)  # type: ignore[attr-defined]
+        except delta_tables.DeltaError as exc:
+            raise ModelError(str(exc)) from None
+        if not made:
+            raise ModelError(f"no Delta tables in {self.describe()}: run a sync first")
+
+
+DESTINATION = Delta

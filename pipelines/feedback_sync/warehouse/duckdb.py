@@ -1,0 +1,207 @@
+"""The DuckDB destination (the default): one DuckDB file.
+
+``data/warehouse.duckdb`` unless ``--duckdb`` or dlt's own setting
+``DESTINATION__DUCKDB__CREDENTIALS`` (``[destination.duckdb] credentials``) names one. The
+models are built in the same file, beside the loaded dataset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from feedback_sync.errors import ConfigError, ModelError
+from feedback_sync.warehouse.sql import SqlTarget
+from feedback_sync.warehouse.target import (
+    DEFAULT_DUCKDB_PATH,
+    PIPELINE_NAME,
+    dlt_settings_mention,
+    duckdb_memory_limit,
+)
+
+if TYPE_CHECKING:
+    import duckdb as duckdb_module
+
+    from feedback_sync.warehouse.engines import Engine
+
+
+class DuckDb(SqlTarget):
+    """One DuckDB file; dlt loads Parquet files into it."""
+
+    builds_models: ClassVar[bool] = True
+    reads_curated_files: ClassVar[bool] = True
+    # parquet load files are 20-60x faster into DuckDB than insert statements
+    loader_file_format: ClassVar[str | None] = "parquet"
+
+    @property
+    def pipeline_name(self) -> str:
+        return PIPELINE_NAME
+
+    def duckdb_file(self) -> Path | None:
+        if self.duckdb_path is not None:
+            return self.duckdb_path
+        configured = _dlt_duckdb_credentials()
+        return Path(configured) if configured is not None else DEFAULT_DUCKDB_PATH
+
+    def describe(self) -> str:
+        return f"DuckDB {self.duckdb_file()} (dataset {self.dataset})"
+
+    def location(self) -> str:
+        return f"duckdb://{self._file().resolve()}"
+
+    def writer_name(self) -> tuple[str, str, str]:
+        return "duckdb", self._file().stem, "warehouse"
+
+    def _file(self) -> Path:
+        path = self.duckdb_file()
+        assert path is not None  # a DuckDB target always has its file
+        return path
+
+    def dlt_destination(self) -> Any:
+        path = self._file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # absolute: dlt resolves a relative path against the folder the pipeline was first
+        # run from (kept in its local state), so a working folder run from elsewhere, or
+        # copied, would load into the first folder's file
+        return _duckdb_file_destination(path.absolute(), self.pipeline_name)
+
+    def models_file(self) -> Path:
+        return self._file()
+
+    def open_models(
+        self, *, read_only: bool = False, building: bool = False
+    ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
+        return open_duckdb_models(
+            self.models_file(),
+            read_only=read_only,
+            create=building and self._models_file_made_by_build(),
+        )
+
+    def _models_file_made_by_build(self) -> bool:
+        """Whether a models build makes the models file when it is missing (a file of its
+        own beside files or tables, not the warehouse a sync makes)."""
+        return False
+
+    def prepare_models(self, engine: Engine) -> None:
+        from feedback_sync.warehouse.engines import has_schema
+
+        if not has_schema(engine, self.dataset):
+            raise ModelError(
+                f"{self.models_file()} has no dataset {self.dataset!r}: run a sync first"
+            )
+
+
+@contextlib.contextmanager
+def open_duckdb_models(
+    path: Path, *, read_only: bool = False, create: bool = False
+) -> Iterator[tuple[Engine, str]]:
+    """The engine over the models' DuckDB file at ``path``, and the file's name for
+    messages. ``create``: make the file (and its folder) if it is not there yet.
+
+    Raises:
+        ModelError: no file at ``path`` (and not ``create``), or it cannot be opened.
+    """
+    from feedback_sync.warehouse.engines import DuckDbEngine
+
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
+        raise ModelError(f"no warehouse at {path}: run `feedback-sync sync` first")
+    con = open_models_file(path, read_only=read_only)
+    try:
+        yield DuckDbEngine(con), str(path)
+    finally:
+        con.close()
+
+
+def open_models_file(path: Path, *, read_only: bool = False) -> duckdb_module.DuckDBPyConnection:
+    """A connection to a models DuckDB file, with the sync's memory limit.
+
+    Raises:
+        ModelError: the file cannot be opened (say, a sync holds it).
+    """
+    import duckdb
+
+    try:
+        return duckdb.connect(
+            str(path), read_only=read_only, config={"memory_limit": duckdb_memory_limit()}
+        )
+    except duckdb.Error as exc:
+        raise ModelError(f"cannot open {path}: {exc}") from None
+
+
+def _duckdb_file_destination(path: Path, pipeline_name: str) -> Any:
+    """dlt's DuckDB destination for the file at ``path``, with credentials that render as
+    text without SQLAlchemy.
+
+    dlt prints a load's credentials (``str()``) for the load's step info, and its own
+    rendering imports SQLAlchemy (0.13-0.17 s of every run that loads) to print a file path.
+    dlt resolves credentials it is given again into its own class unless they arrive
+    resolved, so they are resolved here the way dlt would (every other setting, such as
+    ``DESTINATION__DUCKDB__CREDENTIALS__PRAGMAS``, still comes from dlt's providers) and
+    handed over resolved, in a subclass whose text is dlt's own for a file
+    (``duckdb:///`` and the path). Resolved anew for each pipeline, in its name's config
+    section as dlt's load would (``FEEDBACK_SYNC__DESTINATION__DUCKDB__CREDENTIALS__...``
+    applies to ``pipeline_name`` only): settings read at one run's start apply to that run.
+    """
+    import dlt
+    from dlt.common.configuration.resolve import inject_section
+    from dlt.common.configuration.specs import ConfigSectionContext
+    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
+    # DuckDB caches freely (80% of RAM by default); a limit keeps a sync's memory bounded
+    # and lets DuckDB spill to disk instead. The path is set, not parsed: parsing tries it
+    # as a connection URL first, which imports SQLAlchemy only to fall back to a file path
+    given = DuckDbCredentials(global_config={"memory_limit": duckdb_memory_limit()})
+    given.database = str(path)
+    factory = dlt.destinations.duckdb(credentials=given)
+    with inject_section(ConfigSectionContext(pipeline_name=pipeline_name, sections=())):
+        resolved = factory.configuration(factory.spec(), accept_partial=True)
+    credentials = _duckdb_file_credentials()()
+    for field, value in resolved.credentials.items():
+        setattr(credentials, field, value)
+    return dlt.destinations.duckdb(credentials=credentials.resolve())
+
+
+@functools.cache
+def _duckdb_file_credentials() -> Any:
+    """dlt's DuckDB credentials class, whose text for a file is dlt's own without
+    SQLAlchemy (``duckdb:///`` and the path); made once, on first use (dlt is imported
+    late)."""
+    from dlt.common.configuration import configspec
+    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
+    @configspec(init=False)
+    class DuckDbFileCredentials(DuckDbCredentials):
+        def __str__(self) -> str:
+            return f"duckdb:///{self.database}"
+
+    return DuckDbFileCredentials
+
+
+def _dlt_duckdb_credentials() -> str | None:
+    """The DuckDB file the user configured for dlt's DuckDB destination, if any."""
+    value: Any = os.environ.get("DESTINATION__DUCKDB__CREDENTIALS")
+    if not value and dlt_settings_mention("destination"):
+        import dlt
+
+        value = dlt.config.get("destination.duckdb.credentials") or dlt.secrets.get(
+            "destination.duckdb.credentials"
+        )
+    if not value:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("database"), str):
+        value = value["database"]
+    if not isinstance(value, str):
+        raise ConfigError(
+            "destination.duckdb.credentials must be the DuckDB file's path "
+            f"(or a table with `database`), got {type(value).__name__}"
+        )
+    return value.removeprefix("duckdb:///")
+
+
+DESTINATION = DuckDb

@@ -1,0 +1,65 @@
+"""Each destination is one module behind ``Target``: the name picks the module, and every
+module implements what the interface requires."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+from feedback_sync.warehouse.target import DESTINATIONS, OTHER, REQUIRED, Target
+
+
+@pytest.mark.parametrize("module_name", [*DESTINATIONS.values(), OTHER])
+def test_every_destination_implements_the_interface(module_name: str) -> None:
+    chosen = importlib.import_module(module_name).DESTINATION
+    assert issubclass(chosen, Target)
+    missing = [name for name in REQUIRED if getattr(chosen, name) is getattr(Target, name)]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("duckdb", "DuckDb"),
+        ("parquet", "Parquet"),
+        ("postgres", "Postgres"),
+        ("delta", "Delta"),
+        ("bigquery", "OtherDestination"),
+    ],
+)
+def test_the_name_picks_the_module(name: str, cls: str) -> None:
+    target = Target(destination=name, dataset="fb")
+    assert type(target).__name__ == cls
+    assert (target.destination, target.dataset) == (name, "fb")
+    # positional, as dataclasses.replace and older callers pass it
+    assert type(Target(name)).__name__ == cls
+
+
+def test_targets_compare_and_replace_as_values(tmp_path: Path) -> None:
+    import dataclasses
+
+    one = Target(destination="parquet", parquet_dir=tmp_path)
+    assert one == Target(destination="parquet", parquet_dir=tmp_path)
+    assert hash(one) == hash(Target(destination="parquet", parquet_dir=tmp_path))
+    other = dataclasses.replace(one, dataset="elsewhere")
+    assert type(other) is type(one) and other.dataset == "elsewhere"
+
+
+def test_only_the_chosen_destination_module_is_imported() -> None:
+    """Making a DuckDB target imports neither delta-rs's module nor PostgreSQL's."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from feedback_sync.warehouse.target import Target\n"
+        "Target(destination='duckdb')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('feedback_sync.'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(done.stdout))
+    assert "feedback_sync.warehouse.duckdb" in loaded
+    others = {"delta", "delta_tables", "postgres", "parquet", "other"}
+    assert not {f"feedback_sync.warehouse.{name}" for name in others} & loaded
