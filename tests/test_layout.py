@@ -3,6 +3,7 @@ installs one package, ``feedback_sync``, with its SQL project inside."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -22,6 +23,51 @@ def test_layers_and_no_import_circles() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Contracts: 3 kept, 0 broken." in done.stdout, done.stdout
+
+
+def test_importing_the_package_changes_no_logging() -> None:
+    """Every module imported, no logger has a filter and the root logger no handler: log
+    filters are installed by the entry points (the command line, the flows, a client)."""
+    code = """
+import importlib, json, logging, pkgutil
+import feedback_sync
+names = [m.name for m in pkgutil.walk_packages(feedback_sync.__path__, "feedback_sync.")]
+for name in names:
+    importlib.import_module(name)
+# Prefect configures logging of its own as it is imported; what counts here is ours
+loggers = [logging.root, *(logging.getLogger(n) for n in logging.root.manager.loggerDict)]
+ours = sorted(
+    f"{logger.name}: {type(thing).__module__}.{type(thing).__name__}"
+    for logger in loggers
+    for thing in [*logger.filters, *logger.handlers]
+    if type(thing).__module__.startswith("feedback_sync")
+)
+print(json.dumps({"modules": len(names), "ours": ours}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["modules"] > 60
+    assert found["ours"] == []
+
+
+def test_the_entry_points_install_the_secret_filter() -> None:
+    """``feedback-sync`` (even ``--help``-less argument errors) and a client install it."""
+    code = """
+import json, logging
+from feedback_sync.app.cli import main
+from feedback_sync.redaction import SCRUBBER
+try:
+    main(["status", "--wait", "-1"])
+except SystemExit:
+    pass
+print(json.dumps(SCRUBBER in logging.getLogger("httpx").filters))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) is True
 
 
 @pytest.fixture(scope="module")

@@ -1,41 +1,73 @@
-"""The errors the feedback source raises, in one small tree.
+"""The errors feedback-sync raises on purpose, in one tree; each class carries the exit code
+the command line ends with and whether running again later may succeed (``transient``:
+True, False, or None where its cause decides).
 
 ::
 
-    FeedbackError
-    ├── ConfigError         a setting is missing or malformed; names the setting
-    ├── LoadFailed          the warehouse refused a load job for good; names the table and
-    │                       the warehouse's reason (the run's package was aborted)
-    └── ApiError            the service refused a request for good (4xx other than 429)
-        │                   or kept failing past the retry bound; names the resource,
-        │                   the request (key redacted) and what the server said
-        ├── NotFound        404: callers skip an idea that vanished
-        ├── RetriesExhausted  429, 5xx, timeouts, dropped connections or unreadable
-        │   │               bodies, more times than ``max_retries`` allows
-        │   └── Unreachable no connection before the service ever answered (a wrong
-        │                   base URL): given up after a few quick tries
-        └── OutcomeUnknown  a create failed after it may have reached the service: the
-                            caller looks for the object before it creates again
+    FeedbackError                 1  the base
+    ├── ConfigError               2  a setting, argument or file is missing or malformed;
+    │   │                            names it (nothing was fetched or written)
+    │   ├── UsageError            2  bad command-line input
+    │   └── WriterSlotMissing     2  the warehouse's Prefect concurrency limit does not exist
+    ├── WarehouseBusy             1  another run holds the warehouse (transient)
+    ├── LoadFailed                1  the warehouse refused a load job for good; names the
+    │                                table and its reason (the run's package was aborted)
+    ├── DataError                 1  an item the API sent cannot be shaped into a row
+    ├── ModelError                1  a model cannot be built, or the warehouse keeps none
+    │   ├── DependentViewError       someone's view that reads the models does not compile
+    │   └── DeltaError               a Delta table the models cannot read as files
+    ├── ChecksFailed              1  data checks on a sync failed (the Prefect flow)
+    ├── PushFailed                1  rows of a push were invalid, rejected or held
+    ├── BadValue                  1  a curated value cannot be sent as its field needs it
+    └── ApiError                  1  the service refused a request for good (4xx other
+        │                            than 429) or kept failing past the retry bound; names
+        │                            the resource, the request (key redacted), the answer
+        ├── NotFound                 404: callers skip an idea that vanished
+        ├── RetriesExhausted         429, 5xx, timeouts, dropped connections or unreadable
+        │   │                        bodies, more than ``max_retries`` times (transient)
+        │   └── Unreachable          no connection before the service ever answered (a
+        │                            wrong base URL): given up after a few quick tries
+        └── OutcomeUnknown           a create failed after it may have reached the service:
+                                     the caller looks for the object before it creates again
 
-Messages never contain the API key: requests are described by ``redact_url``.
+What other libraries raise (dlt, DuckDB, psycopg2, Prefect) is translated in one place,
+``app/failures.py``. Messages never contain the API key (``redaction.redact_url``).
 """
 
 from __future__ import annotations
 
-import logging
-import re
-import threading
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-SECRET_PARAMS = frozenset({"api_key"})
+from collections.abc import Sequence
+from typing import ClassVar, Protocol
 
 
 class FeedbackError(Exception):
-    """Base of every error the feedback source raises on purpose."""
+    """Base of every error feedback-sync raises on purpose."""
+
+    exit_code: ClassVar[int] = 1
+    # whether running again later may well succeed (what a scheduler may retry); None: not
+    # known for this kind of error, so what caused it decides (app/failures.is_transient)
+    transient: ClassVar[bool | None] = None
 
 
 class ConfigError(FeedbackError):
     """A setting is missing or malformed."""
+
+    exit_code: ClassVar[int] = 2
+    transient: ClassVar[bool | None] = False
+
+
+class UsageError(ConfigError):
+    """Bad command-line input: printed without a traceback."""
+
+
+class WriterSlotMissing(ConfigError):
+    """The warehouse's global concurrency limit does not exist on the Prefect server."""
+
+
+class WarehouseBusy(FeedbackError):
+    """Another run holds the warehouse (running again later succeeds)."""
+
+    transient: ClassVar[bool | None] = True
 
 
 class LoadFailed(FeedbackError):
@@ -45,9 +77,54 @@ class LoadFailed(FeedbackError):
     the next run reads the same rows again.
     """
 
+    transient: ClassVar[bool | None] = False
+
+
+class DataError(FeedbackError, ValueError):
+    """A row the API sent cannot be shaped (a timestamp that is not one, say)."""
+
+    transient: ClassVar[bool | None] = False
+
+
+class ModelError(FeedbackError):
+    """A model that cannot be built, a SQL folder that does not make sense, or a warehouse
+    that keeps no models (another destination, nothing synced yet)."""
+
+
+class DependentViewError(ModelError):
+    """A view of someone else's that reads the models does not compile against new ones."""
+
+
+class DeltaError(ModelError):
+    """A Delta table the models cannot read as files."""
+
+
+class _Check(Protocol):
+    def line(self) -> str: ...
+
+
+class ChecksFailed(FeedbackError):
+    """At least one check failed; the message names each failed check, table and figure."""
+
+    def __init__(self, failed: Sequence[_Check]) -> None:
+        self.failed = list(failed)
+        super().__init__("data checks failed: " + "; ".join(c.line() for c in failed))
+
+
+class PushFailed(FeedbackError):
+    """Rows were invalid, rejected or held, or a target was refused."""
+
+
+class BadValue(FeedbackError, ValueError):
+    """A curated value that cannot be sent as the field needs it; the message says why."""
+
+    transient: ClassVar[bool | None] = False
+
 
 class ApiError(FeedbackError):
     """The service answered a request with a failure the client does not retry (any more)."""
+
+    transient: ClassVar[bool | None] = False
 
     def __init__(
         self,
@@ -73,6 +150,8 @@ class NotFound(ApiError):
 class RetriesExhausted(ApiError):
     """A retryable failure kept happening past the retry bound."""
 
+    transient: ClassVar[bool | None] = True
+
 
 class Unreachable(RetriesExhausted):
     """No connection could be opened, and the service never answered this run: most likely
@@ -82,61 +161,3 @@ class Unreachable(RetriesExhausted):
 class OutcomeUnknown(ApiError):
     """A write that is not idempotent failed in a way that may have come after the service
     acted on it (timeout, dropped connection, 5xx, unreadable answer); it was not resent."""
-
-
-class ModelError(Exception):
-    """A model that cannot be built, a SQL folder that does not make sense, or a warehouse
-    that keeps no models (another destination, nothing synced yet)."""
-
-
-def redact_url(url: str) -> str:
-    """The URL with secret query parameters, and a password in it, replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is not None:
-        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1))
-    if not parts.query:
-        return urlunsplit(parts)
-    pairs = [
-        (name, "***" if name.lower() in SECRET_PARAMS else value)
-        for name, value in parse_qsl(parts.query, keep_blank_values=True)
-    ]
-    return urlunsplit(parts._replace(query=urlencode(pairs, safe="*,:")))
-
-
-_KEY_IN_QUERY = re.compile(r"(?i)(api_key=)[^&\s\"']+")
-
-
-class SecretScrubber(logging.Filter):
-    """Rewrites log records that would carry a secret: ``api_key=...`` in any URL, and every
-    registered secret wherever it appears.
-
-    Installed on the loggers that print request URLs (``httpx`` logs each request at INFO,
-    query string included), so no log level or handler setting can leak the key.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._secrets: set[str] = set()
-        self._lock = threading.Lock()
-
-    def register(self, secret: str) -> None:
-        with self._lock:
-            self._secrets.add(secret)
-
-    def scrub(self, text: str) -> str:
-        text = _KEY_IN_QUERY.sub(r"\1***", text)
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        clean = self.scrub(message)
-        if clean != message:
-            record.msg, record.args = clean, None
-        return True
-
-
-SCRUBBER = SecretScrubber()
-for _name in ("httpx", "feedback_sync", "dlt"):
-    logging.getLogger(_name).addFilter(SCRUBBER)

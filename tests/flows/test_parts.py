@@ -12,13 +12,13 @@ import httpx
 import psycopg2
 import pytest
 from feedback_sync.app.sync import SyncResult
-from feedback_sync.errors import SCRUBBER, ApiError, ConfigError, LoadFailed, RetriesExhausted
+from feedback_sync.errors import ApiError, ConfigError, DataError, LoadFailed, RetriesExhausted
 from feedback_sync.flows import alarm, artifacts, lineage
 from feedback_sync.flows.logs import RunLogStream, forwarded
 from feedback_sync.flows.sync import retry_transient
 from feedback_sync.models.checks import row_count_checks
 from feedback_sync.models.project import load_project
-from feedback_sync.source.shaping import DataError
+from feedback_sync.redaction import SCRUBBER
 from feedback_sync.warehouse.target import Target
 from prefect.states import Failed
 

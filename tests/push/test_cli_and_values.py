@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from feedback_sync.app.cli import main
+from feedback_sync.errors import BadValue
 from feedback_sync.push import values
-from feedback_sync.push.values import BadValue
 
 from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import Harness

@@ -9,8 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from feedback_sync.errors import DataError
 from feedback_sync.source.arrow import POSITION, Tabulator
-from feedback_sync.source.shaping import DataError
 from feedback_sync.source.types import ColumnTypes
 
 

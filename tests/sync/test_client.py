@@ -28,13 +28,8 @@ from feedback_sync.api.client import (
     Slots,
 )
 from feedback_sync.api.settings import FeedbackSettings
-from feedback_sync.errors import (
-    ApiError,
-    NotFound,
-    RetriesExhausted,
-    Unreachable,
-    redact_url,
-)
+from feedback_sync.errors import ApiError, NotFound, RetriesExhausted, Unreachable
+from feedback_sync.redaction import redact_url
 
 BASE = "https://api.test/v1"
 KEY = "sekret-key-123"

@@ -47,15 +47,8 @@ import httpx
 import orjson
 
 from feedback_sync.api.settings import FeedbackSettings
-from feedback_sync.errors import (
-    SCRUBBER,
-    ApiError,
-    NotFound,
-    OutcomeUnknown,
-    RetriesExhausted,
-    Unreachable,
-    redact_url,
-)
+from feedback_sync.errors import ApiError, NotFound, OutcomeUnknown, RetriesExhausted, Unreachable
+from feedback_sync.redaction import SCRUBBER, install_log_filters, redact_url
 
 log = logging.getLogger("feedback_sync")
 
@@ -256,6 +249,7 @@ class FeedbackClient:
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings
+        install_log_filters()  # a library user's pipeline has no entry point that did
         SCRUBBER.register(settings.api_key)
         self.stats = RequestStats()
         # the service answered at least once (any status): connection failures are then

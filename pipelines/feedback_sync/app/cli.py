@@ -25,6 +25,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from feedback_sync.errors import UsageError
+from feedback_sync.redaction import install_log_filters
+
 # The command line's process-wide policies, applied around the imports a command makes up
 # front (``_heavy_imports``; modules a command imports later, such as the SQL models after
 # a sync's load, are collected as usual). ``run`` (the console script) and ``python -m
@@ -53,10 +56,6 @@ from typing import Any
 _TUNE_PROCESS = False
 GC_GENERATION0_THRESHOLD = 10_000
 ARROW_POOL = "system"
-
-
-class UsageError(Exception):
-    """Bad command-line input: printed without a traceback, exit code 2."""
 
 
 @contextlib.contextmanager
@@ -547,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    install_log_filters()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -1,26 +1,27 @@
-"""Turning a failed run into one line a person can act on (the CLI's last resort).
+"""Turning a failed run into one line a person can act on, and the one place that reads
+what other libraries (dlt, DuckDB, psycopg2, Prefect) say when they fail.
 
 dlt wraps what a resource raised (``PipelineStepFailed`` -> ``ResourceExtractionError`` ->
-our error); this walks the chain for the error that says what happened.
+our error); this walks the chain for the error that says what happened. An error of our own
+tree (``errors.py``) carries its exit code and whether it is transient; another library's
+is recognised here by its class or, where it has no class of its own, by its words.
 """
 
 from __future__ import annotations
 
 import errno
+import re
 
-from feedback_sync.errors import (
-    ApiError,
-    ConfigError,
-    FeedbackError,
-    LoadFailed,
-    RetriesExhausted,
-)
-from feedback_sync.source.shaping import DataError
+from feedback_sync.errors import ConfigError, FeedbackError, LoadFailed, WarehouseBusy
 
 LOCKED = "Could not set lock on file"
 # a destination server that refused the credentials (libpq's words): configuration, exit 2
 REFUSED_LOGIN = ("password authentication failed", "no password supplied", "does not exist")
 NO_SPACE = "No space left on device"  # strerror(ENOSPC), as DuckDB and the OS word it
+# where a warehouse names the column it could not convert a value into
+_SOURCE_COLUMN = re.compile(r'source column "?([^"\s]+)"?')
+# Prefect's words for a global concurrency limit that does not exist (it has no class)
+_LIMIT_MISSING = "must be created"
 
 
 def causes(exc: BaseException) -> list[BaseException]:
@@ -41,14 +42,12 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     from dlt.common.configuration.exceptions import ConfigFieldMissingException
     from dlt.common.destination.exceptions import UnknownDestinationModule
 
-    from feedback_sync.warehouse.runlock import WarehouseBusy
-
     chain = causes(exc)
     if any(isinstance(error, KeyboardInterrupt) for error in chain):
         return "interrupted; the next run resumes from the last committed state", 130
     for error in chain:
         if isinstance(error, ConfigError):
-            return str(error), 2
+            return str(error), error.exit_code
         if isinstance(error, UnknownDestinationModule):
             return f"--destination: {str(error).splitlines()[0]}", 2
         if isinstance(error, ConfigFieldMissingException):
@@ -70,9 +69,10 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
             return f"cannot connect to the destination: {first}", 1
     for error in chain:
         if isinstance(error, WarehouseBusy | LoadFailed):
-            return str(error), 1
-        if isinstance(error, FeedbackError | DataError):
-            return f"{error}. Nothing from this run was committed; the next run resumes.", 1
+            return str(error), error.exit_code
+        if isinstance(error, FeedbackError):
+            resumes = f"{error}. Nothing from this run was committed; the next run resumes."
+            return resumes, error.exit_code
     # the error that says it itself (dlt's wrappers quote it deeper in their text)
     full = [e for e in chain if _disk_full(e) and NO_SPACE in _first_line(e)]
     full += [e for e in chain if isinstance(e, OSError) and e.errno == errno.ENOSPC]
@@ -133,21 +133,50 @@ def is_transient(exc: BaseException) -> bool:
         DestinationTransientException,
     )
 
-    from feedback_sync.warehouse.runlock import WarehouseBusy
-
     chain = causes(exc)
     for error in chain:
         # a cause that is known for good wins over a transient-looking wrapper
-        if isinstance(error, ConfigError | LoadFailed | DataError | DestinationTerminalException):
+        if isinstance(error, FeedbackError) and error.transient is False:
             return False
-        if isinstance(error, ApiError) and not isinstance(error, RetriesExhausted):
+        if isinstance(error, DestinationTerminalException):
             return False
     for error in chain:
         if _cannot_connect(error):
             # a server that is down or restarting may be back; a refused login will not be
             return not any(words in _first_line(error) for words in REFUSED_LOGIN)
-        if isinstance(error, RetriesExhausted | httpx.TransportError | WarehouseBusy):
+        if isinstance(error, FeedbackError) and error.transient is True:
+            return True
+        if isinstance(error, httpx.TransportError):
             return True
         if isinstance(error, DestinationTransientException) or LOCKED in str(error):
             return True
     return False
+
+
+def terminal_job_failure(exc: BaseException) -> str | None:
+    """One line for a load job that failed for good, or None for any other failure."""
+    from dlt.load.exceptions import LoadClientJobFailed
+
+    for error in causes(exc):
+        if isinstance(error, LoadClientJobFailed):
+            table = str(error.job_id).split(".", 1)[0]
+            # the destination's own message; dlt's failed_message is a whole traceback
+            own = str(error.client_exception or "").strip()
+            told = own or str(error.failed_message)
+            lines = [line.strip() for line in told.splitlines() if line.strip()]
+            lines = lines or ["no reason given"]
+            reason = lines[0] if own else lines[-1]
+            column = _SOURCE_COLUMN.search(reason)
+            where = f"table {table}" + (f", column {column.group(1)}" if column else "")
+            return (
+                f"the warehouse refused the load of {where}: {reason}. The run's load package "
+                "was aborted: its state was not committed, so the next run reads its rows "
+                "again"
+            )
+    return None
+
+
+def limit_missing(exc: BaseException) -> bool:
+    """Whether Prefect refused a concurrency slot because the limit does not exist (rather
+    than because its server failed)."""
+    return _LIMIT_MISSING in str(exc)

@@ -32,8 +32,9 @@ import httpx
 from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.api.settings import RESOURCES, FeedbackSettings, load_settings
-from feedback_sync.app.failures import causes
-from feedback_sync.errors import ConfigError, LoadFailed, redact_url
+from feedback_sync.app.failures import terminal_job_failure
+from feedback_sync.errors import ConfigError, LoadFailed
+from feedback_sync.redaction import redact_url
 from feedback_sync.source.arrow import PARENT_KEYS
 from feedback_sync.source.context import SyncRun
 from feedback_sync.source.screening import REJECTED_TABLE
@@ -453,7 +454,7 @@ def _normalize_and_load(pipeline: Pipeline, out: IO[str] | None = None) -> tuple
             )
             pipeline.drop()
             _settle_after_abort(pipeline)
-        failed = _terminal_job_failure(exc)
+        failed = terminal_job_failure(exc)
         if failed is not None:
             raise LoadFailed(failed) from exc
         raise
@@ -461,7 +462,6 @@ def _normalize_and_load(pipeline: Pipeline, out: IO[str] | None = None) -> tuple
 
 
 _LOAD_ID = re.compile(r"\d+(\.\d+)?")
-_SOURCE_COLUMN = re.compile(r'source column "?([^"\s]+)"?')
 
 
 def _settle_after_abort(pipeline: Pipeline) -> None:
@@ -471,29 +471,6 @@ def _settle_after_abort(pipeline: Pipeline) -> None:
         settle(pipeline)
     except Exception as exc:
         log.warning("the aborted load's appended rows are left for the next run: %s", exc)
-
-
-def _terminal_job_failure(exc: BaseException) -> str | None:
-    """One line for a load job that failed for good, or None for any other failure."""
-    from dlt.load.exceptions import LoadClientJobFailed
-
-    for error in causes(exc):
-        if isinstance(error, LoadClientJobFailed):
-            table = str(error.job_id).split(".", 1)[0]
-            # the destination's own message; dlt's failed_message is a whole traceback
-            own = str(error.client_exception or "").strip()
-            told = own or str(error.failed_message)
-            lines = [line.strip() for line in told.splitlines() if line.strip()]
-            lines = lines or ["no reason given"]
-            reason = lines[0] if own else lines[-1]
-            column = _SOURCE_COLUMN.search(reason)
-            where = f"table {table}" + (f", column {column.group(1)}" if column else "")
-            return (
-                f"the warehouse refused the load of {where}: {reason}. The run's load package "
-                "was aborted: its state was not committed, so the next run reads its rows "
-                "again"
-            )
-    return None
 
 
 def _prune_loaded_packages(pipeline: Pipeline, keep: int) -> None:

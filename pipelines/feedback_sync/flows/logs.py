@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from feedback_sync.errors import SCRUBBER
+from feedback_sync.redaction import SCRUBBER
 
 FORWARDED = ("dlt", "feedback_sync")
 

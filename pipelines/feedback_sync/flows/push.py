@@ -25,18 +25,15 @@ from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
 
 from feedback_sync.api.settings import load_settings
-from feedback_sync.errors import SCRUBBER
+from feedback_sync.errors import PushFailed
 from feedback_sync.flows import lineage
 from feedback_sync.flows.logs import RunLogStream, forwarded
 from feedback_sync.flows.secrets import api_key
 from feedback_sync.flows.sync import flow_target
 from feedback_sync.push.run import PushResult, run_push
 from feedback_sync.push.settings import load_push_settings
+from feedback_sync.redaction import SCRUBBER, install_log_filters
 from feedback_sync.warehouse.target import Target
-
-
-class PushFailed(Exception):
-    """Rows were invalid, rejected or held, or a target was refused."""
 
 
 @task(name="push", cache_policy=NO_CACHE)
@@ -102,6 +99,7 @@ def feedback_push(
         parquet_dir: the Parquet target's folder.
         delta_dir: the Delta target's folder (its models file is there).
     """
+    install_log_filters()
     logger = get_run_logger()
     target = flow_target(destination, dataset, parquet_dir, delta_dir)
     limit = lineage.concurrency_limit(target)

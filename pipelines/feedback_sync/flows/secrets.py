@@ -13,7 +13,8 @@ from typing import Any
 
 import dlt
 
-from feedback_sync.errors import SCRUBBER, ConfigError
+from feedback_sync.errors import ConfigError
+from feedback_sync.redaction import SCRUBBER
 
 BLOCK_SETTING = "flows.api_key_secret_block"
 DEFAULT_BLOCK = "feedback-api-key"

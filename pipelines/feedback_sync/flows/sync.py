@@ -38,15 +38,14 @@ from prefect.concurrency.sync import concurrency
 from prefect.tasks import Task
 
 from feedback_sync.api.settings import RESOURCES, load_settings
-from feedback_sync.app.failures import explain, is_transient
+from feedback_sync.app.failures import explain, is_transient, limit_missing
 from feedback_sync.app.sync import SyncResult, check_resources, run_sync
-from feedback_sync.errors import SCRUBBER, ConfigError
+from feedback_sync.errors import ChecksFailed, ConfigError, WriterSlotMissing
 from feedback_sync.flows import artifacts, lineage
 from feedback_sync.flows.logs import RunLogStream, forwarded
 from feedback_sync.flows.secrets import api_key
 from feedback_sync.models.checks import (
     Check,
-    ChecksFailed,
     failed,
     freshness_checks,
     key_checks,
@@ -55,15 +54,12 @@ from feedback_sync.models.checks import (
 )
 from feedback_sync.models.project import BuildResult, load_project
 from feedback_sync.models.project import apply as apply_models
+from feedback_sync.redaction import SCRUBBER, install_log_filters
 from feedback_sync.warehouse.target import Target
 
 DEFAULT_RETRIES = 2
 DEFAULT_RETRY_DELAYS = (30.0, 120.0)
 DEFAULT_MAX_ROW_DROP = 0.25
-
-
-class WriterSlotMissing(Exception):
-    """The warehouse's global concurrency limit does not exist on the Prefect server."""
 
 
 def _failure(state: State[Any]) -> BaseException | None:
@@ -288,6 +284,7 @@ def feedback_sync(
         pipelines_dir: dlt's working folder (default: dlt's, ~/.dlt/pipelines). A fresh
             one resumes from the state the destination holds.
     """
+    install_log_filters()
     logger = get_run_logger()
     if mode not in ("incremental", "full"):
         raise ConfigError(f"mode must be incremental or full, got {mode!r}")
@@ -308,7 +305,7 @@ def feedback_sync(
         try:
             held.enter_context(concurrency(limit, occupy=1, strict=True))
         except ConcurrencySlotAcquisitionError as exc:
-            if "must be created" not in str(exc):  # the server failed, the limit exists
+            if not limit_missing(exc):  # the server failed, the limit exists
                 _report_failure(target, mode, f"could not take the writer slot {limit!r}: {exc}")
                 raise
             missing = (

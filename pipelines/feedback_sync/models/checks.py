@@ -44,14 +44,6 @@ class Check:
         return {**asdict(self), "status": self.status}
 
 
-class ChecksFailed(Exception):
-    """At least one check failed; the message names each failed check, table and figure."""
-
-    def __init__(self, failed: Sequence[Check]) -> None:
-        self.failed = list(failed)
-        super().__init__("data checks failed: " + "; ".join(c.line() for c in failed))
-
-
 def key_checks(target: Target, pipeline: Pipeline) -> list[Check]:
     """Root tables' ``idx``: never null, never twice."""
     checks: list[Check] = []

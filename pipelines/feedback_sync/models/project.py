@@ -41,11 +41,7 @@ from feedback_sync.source.arrow import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields
 from feedback_sync.source.types import DECLARED, VARIANT
 from feedback_sync.warehouse import runlock
-from feedback_sync.warehouse.engines import (
-    DependentViewError,
-    DuckDbEngine,
-    Engine,
-)
+from feedback_sync.warehouse.engines import DuckDbEngine, Engine
 from feedback_sync.warehouse.target import Target
 
 SQL_DIR = package_path("sql")
@@ -525,7 +521,5 @@ def _apply(target: Target, project: Project | None, reuse: bool) -> BuildResult:
                 engine, MARTS_SCHEMA, result.mart_rows, reused=result.reused_from is not None
             )
             return result
-        except DependentViewError as exc:
-            raise ModelError(str(exc)) from None
         except engine.errors as exc:
             raise ModelError(f"{where}: {exc}") from None

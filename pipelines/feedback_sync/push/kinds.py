@@ -22,9 +22,8 @@ from urllib.parse import quote, unquote
 
 from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.paging import Chain, CursorPaginator, PageNumberPaginator, walk
-from feedback_sync.errors import NotFound
+from feedback_sync.errors import BadValue, NotFound
 from feedback_sync.push import values
-from feedback_sync.push.values import BadValue
 from feedback_sync.warehouse.engines import Engine, has_relation, records
 
 Field = tuple[str, ...]

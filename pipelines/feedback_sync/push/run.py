@@ -34,14 +34,7 @@ import httpx
 
 from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.settings import FeedbackSettings, load_settings
-from feedback_sync.errors import (
-    SCRUBBER,
-    ApiError,
-    ConfigError,
-    ModelError,
-    NotFound,
-    OutcomeUnknown,
-)
+from feedback_sync.errors import ApiError, ConfigError, ModelError, NotFound, OutcomeUnknown
 from feedback_sync.models.project import load_project
 from feedback_sync.push import curated as curated_inputs
 from feedback_sync.push.journal import Journal, fields_hash
@@ -50,6 +43,7 @@ from feedback_sync.push.plan import Step, TargetPlan, plan_target
 from feedback_sync.push.settings import PushSettings, load_push_settings
 from feedback_sync.push.targets import PUSH_DIR, TargetSpec, load_targets, render
 from feedback_sync.push.values import shown
+from feedback_sync.redaction import SCRUBBER
 from feedback_sync.warehouse import runlock
 from feedback_sync.warehouse.engines import Engine, has_schema, records
 from feedback_sync.warehouse.target import Target

@@ -26,12 +26,10 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
+from feedback_sync.errors import BadValue
+
 _JSON_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
 _EMAIL = re.compile(r"[^@\s]+@(?:[^@\s.]+\.)+[^@\s.]+")
-
-
-class BadValue(ValueError):
-    """A curated value that cannot be sent as the field needs it; the message says why."""
 
 
 def number(value: Any) -> int | float:

@@ -34,6 +34,7 @@ import dlt
 import pyarrow as pa
 from dlt.common.schema.typing import TTableSchemaColumns
 
+from feedback_sync.errors import DataError
 from feedback_sync.source.screening import (
     COLUMN_NAMES,
     REJECTED_TABLE,
@@ -42,7 +43,6 @@ from feedback_sync.source.screening import (
     problem,
     rejected_row,
 )
-from feedback_sync.source.shaping import DataError
 from feedback_sync.source.types import (
     ARROW_TYPES,
     VARIANT,

@@ -30,13 +30,10 @@ from typing import Any
 import orjson
 import pendulum
 
+from feedback_sync.errors import DataError
 from feedback_sync.source.types import variant_name
 
 Row = dict[str, Any]
-
-
-class DataError(ValueError):
-    """A row the API sent cannot be shaped (a timestamp that is not one, say)."""
 
 
 def parse_timestamp(value: Any, where: str) -> datetime | None:

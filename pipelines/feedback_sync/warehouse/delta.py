@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
-from feedback_sync.errors import ModelError, redact_url
+from feedback_sync.errors import ModelError
+from feedback_sync.redaction import redact_url
 from feedback_sync.warehouse.duckdb import open_duckdb_models
 from feedback_sync.warehouse.target import MODELS_DUCKDB, Target
 
@@ -136,10 +137,8 @@ class Delta(Target):
     def prepare_models(self, engine: Engine) -> None:
         from feedback_sync.warehouse import delta_tables
 
-        try:
-            made = delta_tables.snapshot_views(engine.con, self.pipeline(), self.dataset)  # type: ignore[attr-defined]
-        except delta_tables.DeltaError as exc:
-            raise ModelError(str(exc)) from None
+        # a table delta-rs cannot hand over as files raises DeltaError, a ModelError
+        made = delta_tables.snapshot_views(engine.con, self.pipeline(), self.dataset)  # type: ignore[attr-defined]
         if not made:
             raise ModelError(f"no Delta tables in {self.describe()}: run a sync first")
 

@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from dlt.pipeline.pipeline import Pipeline
 
+from feedback_sync.errors import DeltaError
 from feedback_sync.source.arrow import PARENT_KEYS, child_tables
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.warehouse.base import warn_unknown_rejection
@@ -56,10 +57,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("feedback_sync")
 # reader features a plain read of the snapshot's Parquet files would get wrong
 _UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
-
-
-class DeltaError(Exception):
-    """A Delta table the models cannot read as files."""
 
 
 # the primary key of the table the Delta load job running in this thread loads

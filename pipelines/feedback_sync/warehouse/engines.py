@@ -34,6 +34,8 @@ from typing import Any, Protocol
 import sqlglot
 from sqlglot import exp
 
+from feedback_sync.errors import DependentViewError
+
 # what PostgreSQL's information_schema calls a type -> DuckDB's name for it (the models'
 # catalog code speaks DuckDB's names)
 _PG_TYPES = {
@@ -388,10 +390,6 @@ class _Kept:
             engine.execute(
                 f"grant {privilege} on {_ident(schema, name)} to {_grantee(grantee)}{option}"
             )
-
-
-class DependentViewError(Exception):
-    """A view of someone else's that reads the models does not compile against new ones."""
 
 
 def try_cast_function(sql_type: str) -> str:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from feedback_sync.errors import WarehouseBusy
 from feedback_sync.warehouse.target import Target
 
 POLL_SECONDS = 0.25
@@ -35,10 +36,6 @@ POLL_SECONDS = 0.25
 # process's (flock conflicts across open files, within one process too)
 _held: dict[Path, tuple[int, int]] = {}
 _held_guard = threading.Lock()
-
-
-class WarehouseBusy(Exception):
-    """Another run holds the warehouse (transient: running again later succeeds)."""
 
 
 def lock_paths(target: Target) -> list[Path]:
