@@ -328,8 +328,9 @@ def test_a_column_split_by_type_reads_as_one_and_casts(tmp_path: Path) -> None:
 
 
 def test_the_declared_sources_agree_with_the_loaders_declarations() -> None:
-    """sql/sources.toml and feedback_sync/source/types.py declare the same columns with the
-    same types, so a model never reads a column as a type the loader does not write."""
+    """sql/sources.toml declares the columns the resource registry (source/resources.py,
+    through types.DECLARED) does, with the same types, so a model never reads a column as a
+    type the loader does not write."""
     from feedback_sync.models.project import load_project
     from feedback_sync.source.types import DECLARED
 

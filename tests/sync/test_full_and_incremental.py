@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from feedback_sync.api.settings import RESOURCES
+from feedback_sync.source.resources import NAMES as RESOURCES
 
 from tests.sync.harness import COLUMNS, Harness
 

@@ -22,17 +22,6 @@ AUTH_METHODS = ("bearer", "basic", "query")
 DELETE_MODES = ("hard", "soft")
 MAX_PAGE_SIZE = 100
 
-# the resources a user can name (``--resources``), in the order a run starts them
-RESOURCES = (
-    "followers",
-    "announcements",
-    "comments",
-    "topics",
-    "statuses",
-    "integration_links",
-    "ideas",
-)
-
 
 def env_name(setting: str) -> str:
     """``page_size`` -> ``SOURCES__FEEDBACK__PAGE_SIZE``."""

@@ -143,7 +143,7 @@ def _wait(args: argparse.Namespace) -> float:
 
 
 def _sync_parser(sub: Any) -> None:
-    from feedback_sync.api.settings import RESOURCES
+    from feedback_sync.source.resources import NAMES as RESOURCES
 
     p = sub.add_parser(
         "sync",

@@ -21,8 +21,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from feedback_sync.api.settings import RESOURCES
 from feedback_sync.source.idea_entries import unpack_idea
+from feedback_sync.source.resources import BY_NAME
+from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.warehouse.base import completed_loads_sql, newest_state_sql
 from feedback_sync.warehouse.target import Target
 
@@ -43,20 +44,21 @@ class Committed:
 
 
 def describe_state(resource: str, state: dict[str, Any]) -> str:
-    """One line on what a resource resumes from."""
-    if resource == "followers":
+    """One line on what a resource resumes from, by how it is read (``resources.py``)."""
+    declared = BY_NAME[resource]
+    if declared.reading == "cursor":
         return "resumes after the saved cursor" if state.get("after") else "no cursor yet"
-    if resource == "announcements":
+    if declared.reading == "window":
         high = state.get("published_high_water")
         return f"newest published post seen: {high}" if high else "no window yet"
-    if resource in ("comments", "integration_links"):
+    if declared.reading == "per_idea":
         types = state.get("types")
         if types:
             return ", ".join(
                 f"{t}: {'cursor saved' if c else 'from the start'}" for t, c in types.items()
             )
         ideas = state.get("ideas") or {}
-        if resource == "comments":
+        if declared.idea_cursors:
             with_cursor = sum(1 for entry in ideas.values() if unpack_idea(entry)[0])
             return f"{len(ideas):,} ideas tracked, {with_cursor:,} with a saved cursor"
         return f"{len(ideas):,} ideas tracked"

@@ -31,12 +31,13 @@ from typing import IO, TYPE_CHECKING, Any
 import httpx
 from dlt.pipeline.pipeline import Pipeline
 
-from feedback_sync.api.settings import RESOURCES, FeedbackSettings, load_settings
+from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.app.failures import terminal_job_failure
 from feedback_sync.errors import ConfigError, LoadFailed
 from feedback_sync.redaction import redact_url
-from feedback_sync.source.arrow import PARENT_KEYS
 from feedback_sync.source.context import SyncRun
+from feedback_sync.source.resources import COMPLETE_WHEN_FULL, PARENT_KEYS
+from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.source.source import feedback
 from feedback_sync.warehouse import runlock
@@ -313,7 +314,7 @@ def _run_sync(
         result.load_id = load_id
         complete = set(run.complete)
         if full:
-            complete |= {"comments", "integration_links"}
+            complete |= COMPLETE_WHEN_FULL
         result.complete = sorted(complete & set(chosen))
         # what this run still owes after its load, kept where a crash cannot lose it
         journal = _Journal(pipeline)

@@ -14,9 +14,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from feedback_sync.api.settings import RESOURCES
 from feedback_sync.app.sync import SyncResult
 from feedback_sync.models.checks import Check
+from feedback_sync.source.resources import NAMES as RESOURCES
 
 COLUMNS = ("kind", "name", "loaded", "removed", "now", "requests", "retries", "seconds")
 

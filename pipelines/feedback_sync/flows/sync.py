@@ -37,7 +37,7 @@ from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
 from prefect.concurrency.sync import concurrency
 from prefect.tasks import Task
 
-from feedback_sync.api.settings import RESOURCES, load_settings
+from feedback_sync.api.settings import load_settings
 from feedback_sync.app.failures import explain, is_transient, limit_missing
 from feedback_sync.app.sync import SyncResult, check_resources, run_sync
 from feedback_sync.errors import ChecksFailed, ConfigError, WriterSlotMissing
@@ -55,6 +55,7 @@ from feedback_sync.models.checks import (
 from feedback_sync.models.project import BuildResult, load_project
 from feedback_sync.models.project import apply as apply_models
 from feedback_sync.redaction import SCRUBBER, install_log_filters
+from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.warehouse.target import Target
 
 DEFAULT_RETRIES = 2

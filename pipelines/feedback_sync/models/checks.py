@@ -16,8 +16,8 @@ from typing import Any
 
 from dlt.pipeline.pipeline import Pipeline
 
-from feedback_sync.api.settings import RESOURCES
 from feedback_sync.models.project import BuildResult
+from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.warehouse.target import Target
 
 KEY = "idx"

@@ -37,7 +37,7 @@ import duckdb
 
 from feedback_sync.errors import ModelError
 from feedback_sync.package_data import package_path
-from feedback_sync.source.arrow import PARENT_KEYS
+from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields
 from feedback_sync.source.types import DECLARED, VARIANT
 from feedback_sync.warehouse import runlock

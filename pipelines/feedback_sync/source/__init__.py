@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from feedback_sync.api.settings import RESOURCES
+from feedback_sync.source.resources import NAMES as RESOURCES
 
 if TYPE_CHECKING:
     from feedback_sync.source.context import SyncRun

@@ -35,6 +35,7 @@ import pyarrow as pa
 from dlt.common.schema.typing import TTableSchemaColumns
 
 from feedback_sync.errors import DataError
+from feedback_sync.source.resources import LIST_INDEX, PARENT_KEYS
 from feedback_sync.source.screening import (
     COLUMN_NAMES,
     REJECTED_TABLE,
@@ -59,17 +60,7 @@ Row = dict[str, Any]
 Disposition = Literal["append", "merge"]
 log = logging.getLogger("feedback_sync")
 
-POSITION = "_dlt_list_idx"
-# the column a child row names its parent by, per root table
-PARENT_KEYS: dict[str, str] = {
-    "followers": "follower_idx",
-    "announcements": "announcement_idx",
-    "comments": "comment_idx",
-    "ideas": "idea_idx",
-    "integration_links": "integration_link_idx",
-    "topics": "topic_idx",
-    "statuses": "status_idx",
-}
+POSITION = LIST_INDEX
 # rows gathered before a batch becomes Arrow tables: big enough that per-batch costs
 # vanish, small enough that memory stays flat
 BATCH_ROWS = 5_000

@@ -38,12 +38,13 @@ from feedback_sync.api.paging import (
     Paginator,
     walk,
 )
-from feedback_sync.api.settings import RESOURCES, load_settings
+from feedback_sync.api.settings import load_settings
 from feedback_sync.errors import ApiError
 from feedback_sync.source import screening, shaping
 from feedback_sync.source.arrow import Tabulator
 from feedback_sync.source.context import SyncRun
 from feedback_sync.source.idea_entries import idea_signature, pack_idea, unpack_idea
+from feedback_sync.source.resources import NAMES as RESOURCES
 
 __all__ = ["RESOURCES", "SyncRun", "feedback"]
 

@@ -39,6 +39,8 @@ import orjson
 import pyarrow as pa
 from dlt.common.schema.typing import TColumnSchema
 
+from feedback_sync.source.resources import declared_tables
+
 KINDS = ("text", "bigint", "double", "bool", "timestamp", "json", "decimal")
 KIND_HINT = "x-feedback-kind"
 VARIANT = "__v_"
@@ -56,102 +58,10 @@ _DLT_TYPES = {kind: kind for kind in KINDS} | {"json": "text"}
 _INT64 = (-(2**63), 2**63 - 1)
 _DECIMAL_LIMIT = 10**38  # decimal(38, 0) holds integers below this, exactly
 
-_TIMES = {"created_at": "timestamp", "updated_at": "timestamp"}
-_PERSON = {"__idx": "text", "__name": "text", "__avatar": "text"}
-
-# What api-spec.md (and api-contract.md, for ideas) types, per landed table. Child tables
-# carry their parent's key and the list position too; the sync's own reshapes
-# (attributes, reactions, idea topics) are declared as they are built.
+# What api-spec.md (and api-contract.md, for ideas) types, per landed table: the
+# resources' declarations (resources.py), and the sync's own table of rejected items.
 DECLARED: dict[str, dict[str, str]] = {
-    "followers": {"idx": "text", "name": "text", "email": "text", "avatar": "text", **_TIMES},
-    "followers__companies": {
-        "follower_idx": "text",
-        "_dlt_list_idx": "bigint",
-        "id": "text",
-        "name": "text",
-        "monthly_spend": "double",
-        "attributes": "json",
-    },
-    "followers__attributes": {
-        "follower_idx": "text",
-        "_dlt_list_idx": "bigint",
-        "key": "text",
-        "value": "text",
-        "value_type": "text",
-    },
-    "announcements": {
-        "idx": "text",
-        "name": "text",
-        "slug": "text",
-        "excerpt": "text",
-        "content": "text",
-        "content_html": "text",
-        "is_published": "bool",
-        "published_at": "timestamp",
-        **_TIMES,
-        **{f"author{suffix}": kind for suffix, kind in _PERSON.items()},
-    },
-    "announcements__categories": {
-        "announcement_idx": "text",
-        "_dlt_list_idx": "bigint",
-        "idx": "text",
-        "name": "text",
-        "color": "text",
-    },
-    "announcements__ideas": {
-        "announcement_idx": "text",
-        "_dlt_list_idx": "bigint",
-        "idx": "text",
-        "name": "text",
-    },
-    "announcements__reactions": {
-        "announcement_idx": "text",
-        "_dlt_list_idx": "bigint",
-        "reaction": "text",
-        "count": "bigint",
-    },
-    "comments": {
-        "idx": "text",
-        "message": "text",
-        "content": "json",
-        "content_html": "text",
-        "content_markdown": "text",
-        "is_private": "bool",
-        "type": "text",
-        **_TIMES,
-        **{f"follower{suffix}": kind for suffix, kind in _PERSON.items()},
-        "idea_id": "bigint",
-        "idea_idx": "text",
-    },
-    "comments__attachments": {
-        "comment_idx": "text",
-        "_dlt_list_idx": "bigint",
-        "idx": "text",
-        "name": "text",
-        "url": "text",
-        "type": "text",
-        **_TIMES,
-    },
-    "topics": {"idx": "text", "name": "text", "idea_count": "double", "order": "double", **_TIMES},
-    "statuses": {"idx": "text", "name": "text", "color": "text", **_TIMES},
-    "integration_links": {
-        "idx": "text",
-        "idea_idx": "text",
-        "type": "text",
-        "link_ref": "text",
-        "meta": "json",
-        **_TIMES,
-    },
-    "ideas": {
-        "idx": "text",
-        "id": "bigint",
-        "name": "text",
-        "status_idx": "text",
-        "comment_count": "bigint",
-        "note_count": "bigint",
-        **_TIMES,
-    },
-    "ideas__topics": {"idea_idx": "text", "_dlt_list_idx": "bigint", "topic_idx": "text"},
+    **declared_tables(),
     # the sync's own: items that cannot land as rows, whole (screening.py)
     "rejected_rows": {
         "resource": "text",

@@ -47,7 +47,8 @@ import pyarrow.dataset as ds
 from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.errors import DeltaError
-from feedback_sync.source.arrow import PARENT_KEYS, child_tables
+from feedback_sync.source.arrow import child_tables
+from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.warehouse.base import warn_unknown_rejection
 

@@ -32,7 +32,8 @@ from typing import Any
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
-from feedback_sync.source.arrow import PARENT_KEYS, child_tables
+from feedback_sync.source.arrow import child_tables
+from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.warehouse.base import dataset_tables, warn_unknown_rejection
 
