@@ -326,7 +326,7 @@ def _run_sync(
             if existing is not None:
                 # the tables this load may append to (any other) owe a settle after it
                 owe(pipeline, existing)
-            normalize_info, _ = _normalize_and_load(pipeline, out)
+            normalize_info, _ = _normalize_and_load(target, pipeline, out)
             result.rows_loaded = {
                 table: count
                 for table, count in normalize_info.row_counts.items()
@@ -404,7 +404,7 @@ def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str
     if existing is not None:
         owe(pipeline, existing)  # the pending package may append to new tables
     try:
-        _, recovered = _normalize_and_load(pipeline)
+        _, recovered = _normalize_and_load(target, pipeline)
     except LoadFailed as exc:
         print(f"sync: a package an earlier run left could not be loaded: {exc}", file=out)
         recovered = None
@@ -421,7 +421,9 @@ def _add(totals: dict[str, int], counts: dict[str, int]) -> None:
         totals[table] = totals.get(table, 0) + count
 
 
-def _normalize_and_load(pipeline: Pipeline, out: IO[str] | None = None) -> tuple[Any, Any]:
+def _normalize_and_load(
+    target: Target, pipeline: Pipeline, out: IO[str] | None = None
+) -> tuple[Any, Any]:
     """Normalizes and loads; a package dlt gives up on for good does not stay behind.
 
     The state saved at extract (new cursors) travels in the package. A load job that fails
@@ -446,7 +448,7 @@ def _normalize_and_load(pipeline: Pipeline, out: IO[str] | None = None) -> tuple
         info = pipeline.normalize()
         if out is not None:
             print("sync: loading ...", file=out, flush=True)
-        loaded = pipeline.load()
+        loaded = target.load(pipeline)
     except Exception as exc:
         if not pipeline.has_pending_data:
             log.warning(

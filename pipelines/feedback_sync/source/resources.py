@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+# the dlt source's name, and so its schema's: the section of its settings and state
+SOURCE_NAME = "feedback"
 KEY = "idx"
 TIMES = {"created_at": "timestamp", "updated_at": "timestamp"}
 _PERSON = {"__idx": "text", "__name": "text", "__avatar": "text"}

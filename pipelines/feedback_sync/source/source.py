@@ -45,6 +45,7 @@ from feedback_sync.source.arrow import Tabulator
 from feedback_sync.source.context import SyncRun
 from feedback_sync.source.idea_entries import idea_signature, pack_idea, unpack_idea
 from feedback_sync.source.resources import NAMES as RESOURCES
+from feedback_sync.source.resources import SOURCE_NAME
 
 __all__ = ["RESOURCES", "SyncRun", "feedback"]
 
@@ -57,7 +58,7 @@ INCLUDED_TYPES = "comments,notes"
 
 # section="feedback": the source's configuration and state keep the section they had when
 # this module was the package's __init__ (sources.feedback; state["sources"]["feedback"])
-@dlt.source(name="feedback", section="feedback", max_table_nesting=1)
+@dlt.source(name=SOURCE_NAME, section=SOURCE_NAME, max_table_nesting=1)
 def feedback(full: bool = False, run: Any = None) -> list[DltResource]:
     """The Feedback API as dlt resources.
 

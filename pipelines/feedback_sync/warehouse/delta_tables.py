@@ -48,7 +48,7 @@ from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.errors import DeltaError
 from feedback_sync.source.arrow import child_tables
-from feedback_sync.source.resources import PARENT_KEYS
+from feedback_sync.source.resources import PARENT_KEYS, SOURCE_NAME
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.warehouse.base import warn_unknown_rejection
 
@@ -60,26 +60,32 @@ log = logging.getLogger("feedback_sync")
 _UNREADABLE_FEATURES = {"deletionVectors", "columnMapping"}
 
 
-# the primary key of the table the Delta load job running in this thread loads
+# the dlt release whose DeltaLoadFilesystemJob.run and get_local_dataset_reader this wraps
+CHECKED_DLT = "1.31.0"
+# the primary key of the table the Delta load job running in this thread loads (None for a
+# job that loads another source's data)
 _job = threading.local()
 
 
 def install() -> None:
-    """Makes every Delta load job of this process see each primary key once (idempotent).
+    """Makes each Delta load job of this product's data see each primary key once
+    (idempotent).
 
-    dlt has no setting for this: its Delta job reads a load's files through
+    dlt has no setting or hook for this: its Delta job reads a load's files through
     ``get_local_dataset_reader``, imported when the job runs, so this wraps that function
-    and the job's ``run`` (which says which table's keys apply, per thread).
+    and the job's ``run`` (which says which table's keys apply, per thread). Only jobs that
+    load the ``feedback`` source's schema are changed; any other pipeline's Delta loads in
+    the same process read their files as dlt does. Checked against dlt ``CHECKED_DLT``;
+    ``tests/sync/test_dlt_patches.py`` fails when either function changes.
     """
     import dlt.common.libs.pyarrow as dlt_arrow
-    from dlt.common.schema.utils import get_columns_names_with_prop
     from dlt.destinations.impl.filesystem.filesystem import DeltaLoadFilesystemJob
 
     run = DeltaLoadFilesystemJob.run
     if not hasattr(run, "__wrapped__"):
 
         def keyed_run(self: Any) -> None:
-            _job.keys = get_columns_names_with_prop(self._load_table, "primary_key")
+            _job.keys = _keys_to_keep_once(self)
             try:
                 run(self)
             finally:
@@ -99,6 +105,16 @@ def install() -> None:
 
         once_per_key_reader.__wrapped__ = reader  # type: ignore[attr-defined]
         dlt_arrow.get_local_dataset_reader = once_per_key_reader
+
+
+def _keys_to_keep_once(job: Any) -> list[str] | None:
+    """The primary key a Delta load job of the ``feedback`` source loads each of once; None
+    for a job of another source (its files are read as dlt reads them)."""
+    from dlt.common.schema.utils import get_columns_names_with_prop
+
+    if job._job_client.schema.name != SOURCE_NAME:
+        return None
+    return get_columns_names_with_prop(job._load_table, "primary_key")
 
 
 def _once_per_key(file_paths: Sequence[str], keys: list[str]) -> pa.Table | None:

@@ -17,27 +17,39 @@ A table's first load appends (``SyncRun.write_disposition``): its copy job write
 the dataset itself, with nothing to hold back; ``appends.settle`` deletes an aborted
 package's rows from those tables.
 
-dlt has no setting for this, so ``install`` wraps the one function its loader asks which
-new jobs to start (``dlt.load.load.filter_new_jobs``). ``tests/sync/test_type_drift.py``
-checks the order on every run of the suite, so a dlt upgrade that moves it fails there.
+dlt has no setting or hook for this (its ``parallelism_strategy`` orders tables, not a
+package's copies before its merges), so ``install`` wraps the one function its loader asks
+which new jobs to start (``dlt.load.load.filter_new_jobs``, checked against dlt
+``CHECKED_DLT``). The wrapper holds merges back only inside ``merges_last()``, which the
+sync puts around its own loads: any other dlt pipeline in the same process loads as dlt
+would. ``tests/sync/test_type_drift.py`` checks the order on every run of the suite, and
+``tests/sync/test_dlt_patches.py`` fails when dlt's function changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from dlt.common.storages.load_package import ParsedLoadJobFileName
 
 _FOLLOWUP_FORMAT = "sql"
+# the dlt release whose filter_new_jobs this wraps (its source is pinned by a test)
+CHECKED_DLT = "1.31.0"
+# set in the thread that runs one of this product's loads (dlt asks which jobs to start in
+# the thread that called ``pipeline.load()``)
+_ours = threading.local()
 
 
 def _is_followup(file_name: str) -> bool:
     return ParsedLoadJobFileName.parse(file_name).file_format == _FOLLOWUP_FORMAT
 
 
-def merges_last(original: Callable[..., Sequence[str]]) -> Callable[..., Sequence[str]]:
-    """Wraps dlt's ``filter_new_jobs``: SQL jobs wait while any copy job waits or runs."""
+def _wrap(original: Callable[..., Sequence[str]]) -> Callable[..., Sequence[str]]:
+    """Wraps dlt's ``filter_new_jobs``: inside ``merges_last``, SQL jobs wait while any copy
+    job waits or runs."""
 
     def filter_new_jobs(
         file_names: Sequence[str],
@@ -49,7 +61,7 @@ def merges_last(original: Callable[..., Sequence[str]]) -> Callable[..., Sequenc
         copying = any(not _is_followup(name) for name in file_names) or any(
             not _is_followup(job.file_name()) for job in running_jobs
         )
-        if copying:
+        if copying and getattr(_ours, "active", False):
             file_names = [name for name in file_names if not _is_followup(name)]
         return original(file_names, capabilities, config, running_jobs, available_slots)
 
@@ -57,11 +69,25 @@ def merges_last(original: Callable[..., Sequence[str]]) -> Callable[..., Sequenc
     return filter_new_jobs
 
 
+@contextlib.contextmanager
+def merges_last() -> Iterator[None]:
+    """The dlt loads this thread runs in the block start their merges only after every copy
+    job of the package (``install`` is done first)."""
+    install()
+    before = getattr(_ours, "active", False)
+    _ours.active = True
+    try:
+        yield
+    finally:
+        _ours.active = before
+
+
 def install() -> None:
-    """Makes every dlt load in this process run its merges last (idempotent)."""
+    """Wraps dlt's ``filter_new_jobs`` (idempotent); the wrapper changes nothing outside
+    ``merges_last``."""
     import dlt.load.load as loader
 
     # imported there from dlt.load.utils, not re-exported
     current = loader.filter_new_jobs  # type: ignore[attr-defined]
     if not hasattr(current, "__wrapped__"):
-        loader.filter_new_jobs = merges_last(current)  # type: ignore[attr-defined]
+        loader.filter_new_jobs = _wrap(current)  # type: ignore[attr-defined]

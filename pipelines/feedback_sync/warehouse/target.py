@@ -188,8 +188,6 @@ class Target:
         """The dlt pipeline for this target (created or attached)."""
         import dlt
 
-        from feedback_sync.warehouse import load_order
-
         self.check_duckdb_name()
         destination = self.dlt_destination()
         # the source yields Arrow tables; reconcile and replace_children need every row's
@@ -204,8 +202,6 @@ class Target:
         # A user's own setting wins: env, or `[load]` in config.toml, the layer this writes to.
         if dlt.config.get("load.delete_completed_jobs") is None:
             dlt.config["load.delete_completed_jobs"] = True
-        # and no chain of it is merged before every table of it was copied
-        load_order.install()
         return dlt.pipeline(
             pipeline_name=self.pipeline_name,
             destination=destination,
@@ -213,6 +209,14 @@ class Target:
             pipelines_dir=str(self.pipelines_dir) if self.pipelines_dir else None,  # type: ignore[arg-type]
             progress=progress,
         )
+
+    def load(self, pipeline: Pipeline) -> Any:
+        """Loads what ``pipeline`` has normalized, no table of a package merged before every
+        table of it was copied (``load_order``); dlt's ``LoadInfo``."""
+        from feedback_sync.warehouse import load_order
+
+        with load_order.merges_last():
+            return pipeline.load()
 
     # after a load: what every destination does its own way
 
