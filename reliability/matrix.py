@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 from feedback_sync.app.failures import explain
-from feedback_sync.push.kinds import marked_key
+from feedback_sync.push.kinds.base import marked_key
 from feedback_sync.push.run import run_push
 from feedback_sync.push.settings import PushSettings
 from feedback_sync.sandbox.app import create_app

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from feedback_sync.app.report import write as write_report
-from feedback_sync.push.kinds import marked_key
+from feedback_sync.push.kinds.base import marked_key
 from feedback_sync.push.run import PushResult
 
 from tests.push.helpers import (

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from feedback_sync.push.kinds import marked_key
+from feedback_sync.push.kinds.base import marked_key
 
 from tests.push.helpers import BOT, accounts, kill_during_writes, push, write_csv, writes
 from tests.sync.harness import Harness

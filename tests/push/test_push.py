@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 import pytest
 from feedback_sync.errors import ConfigError
-from feedback_sync.push.kinds import marked_key
+from feedback_sync.push.kinds.base import marked_key
 
 from tests.push.helpers import BOT, NEW, accounts, push, write_counts, write_csv, writes
 from tests.sync.harness import Harness

@@ -33,7 +33,7 @@ from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.app.failures import terminal_job_failure
-from feedback_sync.errors import ConfigError, LoadFailed
+from feedback_sync.errors import ConfigError, LoadFailed, ModelError
 from feedback_sync.redaction import redact_url
 from feedback_sync.source.context import SyncRun
 from feedback_sync.source.resources import COMPLETE_WHEN_FULL, PARENT_KEYS
@@ -271,51 +271,9 @@ def _run_sync(
     result = SyncResult(target=target.describe(), full=full, delete_mode=settings.delete_mode)
     with _KeptOpen(target) as kept:
         pipeline = target.pipeline()
-        fmt: Any = target.loader_file_format
-
-        if pipeline.has_pending_data:
-            _recover(pipeline, target, result, out)
-        owed = _Journal(pipeline).replay(target, pipeline, out)
-        if owed is not None:
-            _add(result.rows_removed, owed)
-        if not target.state_is_current(pipeline) and not _nothing_to_restore(pipeline, target):
-            pipeline.sync_destination()
-        existing = warehouse_tables(pipeline, target.duckdb_file())
-        if existing:
-            settle(pipeline)  # what an earlier run left owing, wherever it ran
-
-        run = SyncRun(
-            settings,
-            full=full,
-            transport=transport,
-            warehouse_tables=existing,
-        )
-        try:
-            source = feedback(run=run)
-            if selected:
-                source = source.with_resources(*selected)
-            chosen = list(source.selected_resources)
-            print(
-                f"sync: {'full' if full else 'incremental'} run of {', '.join(chosen)} "
-                f"from {redact_url(settings.base_url)} into {target.describe()}",
-                file=out,
-                flush=True,
-            )
-            with result.timed("fetch"), Progress(run, out, progress_every):
-                extract_info = pipeline.extract(
-                    source, loader_file_format=fmt, table_format=target.table_format
-                )
-            stats = run.client.stats
-            result.requests, result.retries = stats.requests, stats.retries
-            result.requests_by_resource = dict(stats.by_resource)
-        finally:
-            run.client.close()
-        load_id = extract_info.loads_ids[-1] if extract_info.loads_ids else None
-        result.load_id = load_id
-        complete = set(run.complete)
-        if full:
-            complete |= COMPLETE_WHEN_FULL
-        result.complete = sorted(complete & set(chosen))
+        owed, existing = _catch_up(target, pipeline, result, out)
+        run = SyncRun(settings, full=full, transport=transport, warehouse_tables=existing)
+        load_id = _extract(target, pipeline, run, selected, result, out, progress_every)
         # what this run still owes after its load, kept where a crash cannot lose it
         journal = _Journal(pipeline)
         journal.write(load_id, result.complete, settings.delete_mode)
@@ -323,35 +281,9 @@ def _run_sync(
             after_extract(pipeline)
         with result.timed("load"):
             kept.hold(create=True)
-            if existing is not None:
-                # the tables this load may append to (any other) owe a settle after it
-                owe(pipeline, existing)
-            normalize_info, _ = _normalize_and_load(target, pipeline, out)
-            result.rows_loaded = {
-                table: count
-                for table, count in normalize_info.row_counts.items()
-                if not table.startswith("_dlt")
-            }
-            settle(pipeline)  # one row per key in the tables this load appended to
-            if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):
-                # a parent row came again: its child rows not in this load are gone
-                _add(result.rows_removed, target.replace_children(pipeline, load_id, existing))
-            if load_id is not None and result.complete:
-                gone = ", ".join(result.complete)
-                print(
-                    f"sync: removing rows the service no longer has ({gone}) ...",
-                    file=out,
-                    flush=True,
-                )
-                _add(
-                    result.rows_removed,
-                    target.reconcile(
-                        pipeline, load_id, result.complete, settings.delete_mode, existing
-                    ),
-                )
+            _load(target, pipeline, load_id, existing, settings.delete_mode, result, out)
             target.prune_state_history(pipeline)
             _prune_loaded_packages(pipeline, keep_packages)
-
             result.ideas_endpoint = run.ideas_endpoint
             result.skipped = dict(run.skipped)
             result.table_rows = target.table_counts(pipeline)
@@ -367,18 +299,114 @@ def _run_sync(
                 )
         journal.clear()
     if models and target.builds_models:
-        print("sync: building the SQL models ...", file=out, flush=True)
-        with result.timed("models"):
-            # imported here: a sync told not to build the models never loads them
-            from feedback_sync.errors import ModelError
-            from feedback_sync.models.project import apply as apply_models
-
-            try:
-                result.models = apply_models(target, reuse=True)
-            except ModelError as exc:
-                result.models_error = str(exc)
+        _build_models(target, result, out)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _catch_up(
+    target: Target, pipeline: Pipeline, result: SyncResult, out: IO[str]
+) -> tuple[dict[str, int] | None, frozenset[str] | None]:
+    """What earlier runs left is finished first: packages pending, deletes owed after a
+    load, the state restored where the local one is not the warehouse's, first loads
+    settled. Returns what the journal owed (rows removed, or None) and the tables the
+    warehouse has (None where every table merges)."""
+    if pipeline.has_pending_data:
+        _recover(pipeline, target, result, out)
+    owed = _Journal(pipeline).replay(target, pipeline, out)
+    if owed is not None:
+        _add(result.rows_removed, owed)
+    if not target.state_is_current(pipeline) and not _nothing_to_restore(pipeline, target):
+        pipeline.sync_destination()
+    existing = warehouse_tables(pipeline, target.duckdb_file())
+    if existing:
+        settle(pipeline)  # what an earlier run left owing, wherever it ran
+    return owed, existing
+
+
+def _extract(
+    target: Target,
+    pipeline: Pipeline,
+    run: SyncRun,
+    selected: tuple[str, ...] | None,
+    result: SyncResult,
+    out: IO[str],
+    progress_every: float,
+) -> str | None:
+    """Reads the API into a load package (the fetch); the package's load id, and in
+    ``result`` the requests made and the resources read completely."""
+    try:
+        source = feedback(run=run)
+        if selected:
+            source = source.with_resources(*selected)
+        chosen = list(source.selected_resources)
+        print(
+            f"sync: {'full' if run.full else 'incremental'} run of {', '.join(chosen)} "
+            f"from {redact_url(run.settings.base_url)} into {target.describe()}",
+            file=out,
+            flush=True,
+        )
+        fmt: Any = target.loader_file_format
+        with result.timed("fetch"), Progress(run, out, progress_every):
+            extract_info = pipeline.extract(
+                source, loader_file_format=fmt, table_format=target.table_format
+            )
+        stats = run.client.stats
+        result.requests, result.retries = stats.requests, stats.retries
+        result.requests_by_resource = dict(stats.by_resource)
+    finally:
+        run.client.close()
+    load_id = extract_info.loads_ids[-1] if extract_info.loads_ids else None
+    result.load_id = load_id
+    complete = set(run.complete)
+    if run.full:
+        complete |= COMPLETE_WHEN_FULL
+    result.complete = sorted(complete & set(chosen))
+    return load_id
+
+
+def _load(
+    target: Target,
+    pipeline: Pipeline,
+    load_id: str | None,
+    existing: frozenset[str] | None,
+    delete_mode: str,
+    result: SyncResult,
+    out: IO[str],
+) -> None:
+    """Normalizes and loads the package, then settles first loads, replaces stale child
+    rows and removes what the resources read completely no longer hold."""
+    if existing is not None:
+        # the tables this load may append to (any other) owe a settle after it
+        owe(pipeline, existing)
+    normalize_info, _ = _normalize_and_load(target, pipeline, out)
+    result.rows_loaded = {
+        table: count
+        for table, count in normalize_info.row_counts.items()
+        if not table.startswith("_dlt")
+    }
+    settle(pipeline)  # one row per key in the tables this load appended to
+    if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):
+        # a parent row came again: its child rows not in this load are gone
+        _add(result.rows_removed, target.replace_children(pipeline, load_id, existing))
+    if load_id is not None and result.complete:
+        gone = ", ".join(result.complete)
+        print(f"sync: removing rows the service no longer has ({gone}) ...", file=out, flush=True)
+        removed = target.reconcile(pipeline, load_id, result.complete, delete_mode, existing)
+        _add(result.rows_removed, removed)
+
+
+def _build_models(target: Target, result: SyncResult, out: IO[str]) -> None:
+    """Builds the SQL models; a failure is kept in the result (the synced data stays)."""
+    print("sync: building the SQL models ...", file=out, flush=True)
+    with result.timed("models"):
+        # imported here: a sync told not to build the models never loads them
+        from feedback_sync.models.project import apply as apply_models
+
+        try:
+            result.models = apply_models(target, reuse=True)
+        except ModelError as exc:
+            result.models_error = str(exc)
 
 
 def _nothing_to_restore(pipeline: Pipeline, target: Target) -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedback_sync.push.journal import Journal, Known, fields_hash
-from feedback_sync.push.kinds import Context, Field, Held, Kind, Record, Request
+from feedback_sync.push.kinds.base import Context, Field, Held, Kind, Record, Request
 from feedback_sync.push.targets import TargetSpec
 from feedback_sync.push.values import same
 

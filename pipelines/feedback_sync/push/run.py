@@ -38,7 +38,9 @@ from feedback_sync.errors import ApiError, ConfigError, ModelError, NotFound, Ou
 from feedback_sync.models.project import load_project
 from feedback_sync.push import curated as curated_inputs
 from feedback_sync.push.journal import Journal, fields_hash
-from feedback_sync.push.kinds import KINDS, Context, Followers, Request, show_field
+from feedback_sync.push.kinds import KINDS
+from feedback_sync.push.kinds.base import Context, Request, show_field
+from feedback_sync.push.kinds.followers import FollowerResolver
 from feedback_sync.push.plan import Step, TargetPlan, plan_target
 from feedback_sync.push.settings import PushSettings, load_push_settings
 from feedback_sync.push.targets import PUSH_DIR, TargetSpec, load_targets, render
@@ -189,47 +191,6 @@ def _samples(plan: TargetPlan, samples: int, applied: bool) -> list[str]:
     return lines
 
 
-class FollowerResolver:
-    """Email -> follower idx: this run's followers target first, then the copy, then a search."""
-
-    def __init__(self, ctx: Context, applied: bool) -> None:
-        self._ctx = ctx
-        self._applied = applied
-        self._lock = threading.Lock()
-        self.found: dict[str, str] = {}
-        self.planned: set[str] = set()
-        self.failed: dict[str, str] = {}
-        self._copy: dict[str, str] | None = None
-
-    def landed(self, email: str, idx: str) -> None:
-        with self._lock:
-            self.found[email.lower()] = idx
-
-    def __call__(self, email: str) -> str | None:
-        key = email.lower()
-        with self._lock:
-            if key in self.found:
-                return self.found[key]
-            if key in self.planned and not self._applied:
-                return f"<idx of the follower created for {email}>"
-            if self._copy is None:
-                self._copy = {}
-                if self._ctx.has("staging", "followers"):
-                    for idx, address in self._ctx.con.execute(
-                        "select follower_idx, email from staging.followers"
-                    ):
-                        if isinstance(address, str):
-                            self._copy[address.lower()] = idx
-            if key in self._copy:
-                return self._copy[key]
-        held = KINDS["followers"].live(self._ctx, [(key, None)], {}).get(key)
-        if held is not None:
-            with self._lock:
-                self.found[key] = held.idx
-            return held.idx
-        return None
-
-
 def run_push(
     target: Target,
     *,
@@ -348,6 +309,7 @@ def _run(
     force: bool,
     out: IO[str],
 ) -> None:
+    """Each chosen target in turn: its inputs, its plan, and (``apply``) its writes."""
     project = load_project()
     refs = {m.name: m.relation for m in project.models}
     variables: dict[str, Any] = {"note_author_email": push_settings.note_author_email}
@@ -356,101 +318,140 @@ def _run(
     resolver = FollowerResolver(base, apply)
     folder = push_settings.curated_dir if target.reads_curated_files else None
     for spec in chosen:
-        reason = None
-        sources: dict[str, str] = {}
-        for name in sorted(spec.curated):
-            if name not in declared:
-                raise ConfigError(f"{spec.path}: curated('{name}') is not declared in curated.toml")
-            source = curated_inputs.find(con, declared[name], folder)
-            if source is None:
-                where = f"{folder}/{name}.csv or .parquet, or " if folder else ""
-                reason = f"no curated input {name} ({where}a table curated.{name})"
-                break
-            sources[name] = curated_inputs.select_sql(source)
-        missing_vars = [v for v in sorted(spec.variables) if variables.get(v) is None]
-        if reason is None and missing_vars:
-            wanted = ", ".join("push." + v for v in missing_vars)
-            reason = f"set {wanted} (PUSH__{missing_vars[0].upper()})"
-        unknown_refs = [r for r in spec.refs if r not in refs]
-        if unknown_refs:
-            raise ConfigError(f"{spec.path}: ref('{unknown_refs[0]}') names no model of sql/")
+        sources, reason = _inputs(spec, declared, con, folder, variables, refs)
         if reason is not None:
             if explicit:
                 raise ConfigError(f"push target {spec.name}: {reason}")
             result.skipped[spec.name] = reason
             continue
-        kind = KINDS[spec.kind]
-        ctx = Context(
-            con,
-            target.dataset,
-            client,
-            spec.name,
-            resolver,
-            base.known_ideas,
-        )
+        ctx = Context(con, target.dataset, client, spec.name, resolver, base.known_ideas)
         print(f"push: planning {spec.name} ...", file=out, flush=True)
-        ctx.taken_idxs = {k.idx for k in journal.known(spec.name).values() if k.idx}
-        recovered = _recover(journal, spec, kind, ctx)
-        sql = render(spec, sources, refs, variables)
-        try:
-            names, tuples = con.query(con.translate(sql))
-        except con.errors as exc:
-            raise ConfigError(f"push target {spec.name} ({spec.path.name}) failed: {exc}") from None
-        if spec.key not in names:
-            raise ConfigError(f"push target {spec.name}: its SQL has no key column {spec.key!r}")
-        rows = [dict(zip(names, row, strict=True)) for row in tuples]
-        plan = plan_target(
-            spec,
-            kind,
-            rows,
-            ctx,
-            journal,
-            max_change_share=push_settings.max_change_share,
-            min_rows=push_settings.max_change_min_rows,
-            force=force,
-        )
-        plan.recovered = recovered
-        if spec.kind == "followers":
-            resolver.planned.update(s.key for s in plan.steps if s.action == "create")
-        for step in plan.steps:
-            if step.action == "create" and step.record is not None:
-                step.request = kind.create(step.record, ctx)
-            parent = (
-                kind.parent(step.record)
-                if step.record is not None and step.action in ("create",)
-                else None
-            )
-            if parent is not None and parent in resolver.failed:
-                step.action = "held"
-                step.reason = (
-                    f"held back: its author {parent} did not land ({resolver.failed[parent]})"
-                )
-            elif parent is not None and resolver(parent) is None:
-                step.action = "held"
-                step.reason = (
-                    f"its author {parent} is not a follower (add them to curated.accounts)"
-                )
+        plan = _plan(spec, sources, refs, variables, ctx, journal, resolver, push_settings, force)
         result.plans.append(plan)
         if apply:
-            _adopt(plan, journal)
-        if apply and not plan.refused and plan.writes():
-            print(
-                f"push: sending {spec.name}: {len(plan.writes()):,} write(s) ...",
-                file=out,
-                flush=True,
+            _send(plan, ctx, journal, resolver, result, client, out)
+
+
+def _inputs(
+    spec: TargetSpec,
+    declared: dict[str, curated_inputs.CuratedTable],
+    con: Engine,
+    folder: Path | None,
+    variables: dict[str, Any],
+    refs: dict[str, str],
+) -> tuple[dict[str, str], str | None]:
+    """The SQL of each curated input the target reads, or why the target is skipped (an
+    input or a setting it needs is missing).
+
+    Raises:
+        ConfigError: the target names an input or a model that does not exist.
+    """
+    sources: dict[str, str] = {}
+    reason = None
+    for name in sorted(spec.curated):
+        if name not in declared:
+            raise ConfigError(f"{spec.path}: curated('{name}') is not declared in curated.toml")
+        source = curated_inputs.find(con, declared[name], folder)
+        if source is None:
+            where = f"{folder}/{name}.csv or .parquet, or " if folder else ""
+            reason = f"no curated input {name} ({where}a table curated.{name})"
+            break
+        sources[name] = curated_inputs.select_sql(source)
+    missing_vars = [v for v in sorted(spec.variables) if variables.get(v) is None]
+    if reason is None and missing_vars:
+        wanted = ", ".join("push." + v for v in missing_vars)
+        reason = f"set {wanted} (PUSH__{missing_vars[0].upper()})"
+    unknown_refs = [r for r in spec.refs if r not in refs]
+    if unknown_refs:
+        raise ConfigError(f"{spec.path}: ref('{unknown_refs[0]}') names no model of sql/")
+    return sources, reason
+
+
+def _plan(
+    spec: TargetSpec,
+    sources: dict[str, str],
+    refs: dict[str, str],
+    variables: dict[str, Any],
+    ctx: Context,
+    journal: Journal,
+    resolver: FollowerResolver,
+    push_settings: PushSettings,
+    force: bool,
+) -> TargetPlan:
+    """The target's rows read, diffed with the service and the journal, and each step's
+    request made; steps whose parent (a follower) will not exist are held back."""
+    con = ctx.con
+    kind = KINDS[spec.kind]
+    ctx.taken_idxs = {k.idx for k in journal.known(spec.name).values() if k.idx}
+    recovered = _recover(journal, spec, kind, ctx)
+    sql = render(spec, sources, refs, variables)
+    try:
+        names, tuples = con.query(con.translate(sql))
+    except con.errors as exc:
+        raise ConfigError(f"push target {spec.name} ({spec.path.name}) failed: {exc}") from None
+    if spec.key not in names:
+        raise ConfigError(f"push target {spec.name}: its SQL has no key column {spec.key!r}")
+    rows = [dict(zip(names, row, strict=True)) for row in tuples]
+    plan = plan_target(
+        spec,
+        kind,
+        rows,
+        ctx,
+        journal,
+        max_change_share=push_settings.max_change_share,
+        min_rows=push_settings.max_change_min_rows,
+        force=force,
+    )
+    plan.recovered = recovered
+    if kind.provides_parents:
+        resolver.planned.update(s.key for s in plan.steps if s.action == "create")
+    for step in plan.steps:
+        if step.action == "create" and step.record is not None:
+            step.request = kind.create(step.record, ctx)
+        parent = (
+            kind.parent(step.record)
+            if step.record is not None and step.action in ("create",)
+            else None
+        )
+        if parent is not None and parent in resolver.failed:
+            step.action = "held"
+            step.reason = f"held back: its author {parent} did not land ({resolver.failed[parent]})"
+        elif parent is not None and resolver(parent) is None:
+            step.action = "held"
+            step.reason = f"its author {parent} is not a follower (add them to curated.accounts)"
+    return plan
+
+
+def _send(
+    plan: TargetPlan,
+    ctx: Context,
+    journal: Journal,
+    resolver: FollowerResolver,
+    result: PushResult,
+    client: FeedbackClient,
+    out: IO[str],
+) -> None:
+    """Applies a plan: records adopted, writes sent (unless refused), and the steps that
+    were not sent (invalid, held) journaled with why."""
+    spec = plan.spec
+    _adopt(plan, journal)
+    if not plan.refused and plan.writes():
+        print(
+            f"push: sending {spec.name}: {len(plan.writes()):,} write(s) ...",
+            file=out,
+            flush=True,
+        )
+        _apply(plan, ctx, journal, resolver, result, client)
+    for step in plan.steps:
+        if step.action in ("invalid", "held") and step.outcome is None:
+            journal.row(
+                journal.next_seq(),
+                spec.name,
+                step.key,
+                step.action,
+                step.action,
+                message=step.reason,
             )
-            _apply(plan, ctx, journal, resolver, result, client)
-        if apply:
-            for step in plan.steps:
-                if step.action in ("invalid", "held") and step.outcome is None:
-                    journal.row(
-                        journal.next_seq(),
-                        spec.name,
-                        step.key,
-                        step.action,
-                        step.action,
-                        message=step.reason,
-                    )
 
 
 def _adopt(plan: TargetPlan, journal: Journal) -> None:
@@ -532,23 +533,11 @@ def _execute(
     state: dict[str, bool],
     lock: threading.Lock,
 ) -> None:
+    """Sends one step's write and journals what came of it: confirmed, rejected, held,
+    unknown (looked for first, on a later run), or sent again while ``_again`` allows."""
     kind, name = plan.kind, plan.spec.name
-    parent = (
-        kind.parent(step.record) if step.record is not None and step.action == "create" else None
-    )
-    if parent is not None:
-        failure = resolver.failed.get(parent)
-        if failure is not None:
-            step.outcome, step.message = (
-                "held",
-                f"held back: its author {parent} did not land ({failure})",
-            )
-            journal.row(
-                journal.next_seq(), name, step.key, step.action, "held", message=step.message
-            )
-            return
-        if step.record is not None:
-            step.request = kind.create(step.record, ctx)
+    if _held_by_parent(step, plan, ctx, journal, resolver):
+        return
     request = step.request
     assert request is not None
     stripped = False
@@ -579,41 +568,7 @@ def _execute(
                 if not settled and _again(step, exc, attempts, ctx.client, resolver):
                     continue
                 return
-            try:
-                found = kind.lookup(ctx, step.key, request.body)
-            except ApiError as lookup_failed:
-                found = None
-                exc = OutcomeUnknown(
-                    exc.resource,
-                    exc.method,
-                    exc.url,
-                    exc.status,
-                    f"{exc.detail}; the lookup failed too: {lookup_failed.detail}",
-                )
-            if found is not None:
-                _confirmed(
-                    step,
-                    name,
-                    seq,
-                    found,
-                    request,
-                    journal,
-                    resolver,
-                    "landed (found after an unknown outcome)",
-                )
-                return
-            if exc.status is None:
-                # no answer at all (a timeout, a dropped connection): the service may still
-                # be making it. Not sent again now; the next run looks for it first
-                step.outcome, step.status = "unknown", None
-                step.message = f"{exc.detail}; not found yet, the next run looks for it again"
-                journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
-                _failed(step, resolver)
-                return
-            journal.row(
-                seq, name, step.key, step.action, "absent", status=exc.status, message=exc.detail
-            )
-            if _again(step, exc, attempts, ctx.client, resolver):
+            if _unknown_create(step, plan, ctx, seq, exc, request, journal, resolver, attempts):
                 continue
             return
         except NotFound as exc:
@@ -623,7 +578,7 @@ def _execute(
             _rejected(step, name, journal, resolver, exc.status, exc.detail, seq)
             return
         except ApiError as exc:
-            if exc.status == 403 and isinstance(kind, Followers) and not stripped:
+            if exc.status == 403 and kind.sends_custom_attributes and not stripped:
                 with lock:
                     if not state["custom_disabled"]:
                         state["custom_disabled"] = True
@@ -655,6 +610,72 @@ def _execute(
                 "custom attributes are disabled at the service",
             )
         return
+
+
+def _held_by_parent(
+    step: Step, plan: TargetPlan, ctx: Context, journal: Journal, resolver: FollowerResolver
+) -> bool:
+    """Whether a create is held back because its parent (a follower) failed to land; a
+    create whose parent landed gets its request made anew (it names the parent's idx)."""
+    kind, name = plan.kind, plan.spec.name
+    parent = (
+        kind.parent(step.record) if step.record is not None and step.action == "create" else None
+    )
+    if parent is None:
+        return False
+    failure = resolver.failed.get(parent)
+    if failure is not None:
+        step.outcome, step.message = (
+            "held",
+            f"held back: its author {parent} did not land ({failure})",
+        )
+        journal.row(journal.next_seq(), name, step.key, step.action, "held", message=step.message)
+        return True
+    if step.record is not None:
+        step.request = kind.create(step.record, ctx)
+    return False
+
+
+def _unknown_create(
+    step: Step,
+    plan: TargetPlan,
+    ctx: Context,
+    seq: int,
+    exc: OutcomeUnknown,
+    request: Request,
+    journal: Journal,
+    resolver: FollowerResolver,
+    attempts: int,
+) -> bool:
+    """A create whose outcome is unknown: looked for at the service, and confirmed if it
+    landed; with no answer at all it stays unknown for the next run to look for; when the
+    service answered and it is absent, True if it may be sent again."""
+    kind, name = plan.kind, plan.spec.name
+    try:
+        found = kind.lookup(ctx, step.key, request.body)
+    except ApiError as lookup_failed:
+        found = None
+        exc = OutcomeUnknown(
+            exc.resource,
+            exc.method,
+            exc.url,
+            exc.status,
+            f"{exc.detail}; the lookup failed too: {lookup_failed.detail}",
+        )
+    if found is not None:
+        landed = "landed (found after an unknown outcome)"
+        _confirmed(step, name, seq, found, request, journal, resolver, landed)
+        return False
+    if exc.status is None:
+        # no answer at all (a timeout, a dropped connection): the service may still be
+        # making it. Not sent again now; the next run looks for it first
+        step.outcome, step.status = "unknown", None
+        step.message = f"{exc.detail}; not found yet, the next run looks for it again"
+        journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
+        _failed(step, resolver)
+        return False
+    journal.row(seq, name, step.key, step.action, "absent", status=exc.status, message=exc.detail)
+    return _again(step, exc, attempts, ctx.client, resolver)
 
 
 def _again(
