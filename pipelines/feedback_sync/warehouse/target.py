@@ -64,7 +64,7 @@ DESTINATIONS = {
     "delta": "feedback_sync.warehouse.delta",
 }
 OTHER = "feedback_sync.warehouse.other"
-# what every destination implements (tests/sync/test_paths.py checks each does)
+# what every destination implements (tests/sync/test_destinations.py checks each does)
 REQUIRED = (
     "replace_children",
     "reconcile",
