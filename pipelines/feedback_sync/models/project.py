@@ -36,6 +36,7 @@ from typing import Any
 import duckdb
 
 from feedback_sync.errors import ModelError
+from feedback_sync.models.sqlfile import calls, read_header, substitute
 from feedback_sync.package_data import package_path
 from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields
@@ -47,7 +48,8 @@ from feedback_sync.warehouse.target import Target
 SQL_DIR = package_path("sql")
 MARTS_SCHEMA = "marts"
 LAYERS = {"staging": "view", MARTS_SCHEMA: "table"}
-_CALL = re.compile(r"\{\{\s*(source|ref)\(\s*'([A-Za-z0-9_]+)'\s*\)\s*\}\}")
+# what a model's SQL calls: a loaded table, another model
+CALLS = ("source", "ref")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # where a build records what it was built from (``build(reuse=True)`` skips a build whose
 # inputs are the same): the schema is written in the same transaction as the models
@@ -146,32 +148,16 @@ def _parse(path: Path, layer: str) -> Model:
         raise ModelError(f"{path}: a model's file name must be a plain identifier")
     sql = path.read_text(encoding="utf-8")
     model = Model(name, layer, path, sql)
-    doc = []
-    for line in sql.splitlines():
-        if not line.startswith("--"):
-            break
-        doc.append(line[2:].strip())
-    if not doc:
+    header = read_header(sql, name)
+    if header is None:
         raise ModelError(f"{path}: opens without its doc comment (description, grain, columns)")
-    model.description = doc[0].split(":", 1)[-1].strip() if doc[0].startswith(name) else doc[0]
-    in_columns = False
-    for line in doc[1:]:
-        if line.startswith("grain:"):
-            model.grain, in_columns = line[6:].strip(), False
-        elif line.startswith("key:"):
-            model.key, in_columns = [k.strip() for k in line[4:].split(",") if k.strip()], False
-        elif line.startswith("columns:"):
-            in_columns = True
-        elif in_columns and ":" in line:
-            column, meaning = line.split(":", 1)
-            model.columns[column.strip()] = meaning.strip()
-        elif in_columns and line and model.columns:
-            # a meaning carried on to the next comment line
-            last = next(reversed(model.columns))
-            model.columns[last] += " " + line
+    model.description = header.description
+    model.grain = header.fields.get("grain", "")
+    model.key = [k.strip() for k in header.fields.get("key", "").split(",") if k.strip()]
+    model.columns = header.columns
     if not model.grain or not model.columns:
         raise ModelError(f"{path}: the doc comment needs 'grain:' and 'columns:'")
-    for kind, target in _CALL.findall(sql):
+    for kind, target in calls(sql, CALLS):
         (model.sources if kind == "source" else model.refs).add(target)
     return model
 
@@ -313,13 +299,12 @@ def _union_or_empty(selects: list[str], names: Iterable[str]) -> str:
 def render(model: Model, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
     """The model's SQL with ``source()`` and ``ref()`` replaced by relations."""
 
-    def replace(match: re.Match[str]) -> str:
-        kind, name = match.group(1), match.group(2)
+    def replace(kind: str, name: str) -> str:
         if kind == "ref":
             return project.model(name).relation
         return source_sql(name, project.sources[name], dataset, existing)
 
-    return _CALL.sub(replace, model.sql)
+    return substitute(model.sql, CALLS, replace)
 
 
 @dataclass

@@ -27,11 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from feedback_sync.errors import ConfigError
+from feedback_sync.models.sqlfile import calls, read_header, substitute
 from feedback_sync.package_data import package_path
 
 PUSH_DIR = package_path("sql", "push")
 MODES = ("insert", "update", "upsert")
-_CALL = re.compile(r"\{\{\s*(curated|ref|var)\(\s*'([A-Za-z0-9_]+)'\s*\)\s*\}\}")
+# what a target's SQL calls: a curated input, a model, a push setting
+CALLS = ("curated", "ref", "var")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -77,27 +79,12 @@ def _parse(path: Path) -> TargetSpec:
     if not _IDENT.match(name):
         raise ConfigError(f"{path}: a target's file name must be lower-case letters, digits, _")
     sql = path.read_text(encoding="utf-8")
-    header: dict[str, str] = {}
-    columns: dict[str, str] = {}
-    description = ""
-    in_columns = False
-    for line in sql.splitlines():
-        if not line.startswith("--"):
-            break
-        body = line[2:].strip()
-        if not description:
-            description = body.split(":", 1)[1].strip() if body.startswith(f"{name}:") else body
-            continue
-        word, _, rest = body.partition(":")
-        if not in_columns and word in ("kind", "key", "mode", "delete", "nulls", "grain"):
-            header[word] = rest.strip()
-        elif word == "columns" and not rest.strip():
-            in_columns = True
-        elif in_columns and ":" in body:
-            columns[word.strip()] = rest.strip()
+    parsed = read_header(sql, name)
+    header = parsed.fields if parsed is not None else {}
     for needed in ("kind", "key", "grain"):
         if not header.get(needed):
             raise ConfigError(f"{path}: the header needs '-- {needed}: ...'")
+    assert parsed is not None
     mode = header.get("mode", "upsert")
     if mode not in MODES:
         raise ConfigError(f"{path}: mode {mode!r} is not one of {', '.join(MODES)}")
@@ -111,11 +98,11 @@ def _parse(path: Path) -> TargetSpec:
         mode=mode,
         delete=None if delete in ("no", "") else delete,
         nulls=frozenset(n.strip() for n in header.get("nulls", "").split(",") if n.strip()),
-        description=description,
+        description=parsed.description,
         grain=header["grain"],
-        columns=columns,
+        columns=parsed.columns,
     )
-    for kind, target in _CALL.findall(sql):
+    for kind, target in calls(sql, CALLS):
         {"curated": spec.curated, "ref": spec.refs, "var": spec.variables}[kind].add(target)
     return spec
 
@@ -134,12 +121,11 @@ def literal(value: Any) -> str:
 def render(
     spec: TargetSpec, curated: dict[str, str], refs: dict[str, str], variables: dict[str, Any]
 ) -> str:
-    def replace(match: re.Match[str]) -> str:
-        kind, name = match.group(1), match.group(2)
+    def replace(kind: str, name: str) -> str:
         if kind == "curated":
             return curated[name]
         if kind == "ref":
             return refs[name]
         return literal(variables.get(name))
 
-    return _CALL.sub(replace, spec.sql).strip().rstrip(";")
+    return substitute(spec.sql, CALLS, replace).strip().rstrip(";")
