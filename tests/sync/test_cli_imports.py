@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from feedback_sync.app.status import _read_with_dlt, render, status_report
+from feedback_sync.app.status import render, status_report
 
 from tests.sync.harness import Harness
 
@@ -113,7 +113,7 @@ def test_status_reads_the_warehouse_without_dlt(harness: Harness, destination: s
     harness.sync(destination=destination, models=False)  # two loads, saved cursors
     target = harness.target(destination)
     quick = status_report(target)
-    assert quick == render(target, _read_with_dlt(target))
+    assert quick == render(target, target.read_committed_with_dlt())
     assert "resumes after the saved cursor" in quick and "2 loads in all" in quick
     where = (
         ["--destination", "parquet", "--parquet-dir", str(harness.tmp / "parquet")]

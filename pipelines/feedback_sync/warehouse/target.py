@@ -27,7 +27,7 @@ import contextlib
 import importlib
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -101,6 +101,17 @@ def keep_loaded_packages() -> int:
 def duckdb_memory_limit() -> str:
     """DuckDB's memory limit for syncs and models (``FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT``)."""
     return os.environ.get("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", DUCKDB_MEMORY_LIMIT)
+
+
+@dataclass
+class Committed:
+    """What the destination holds: the newest committed state and the tables' rows."""
+
+    pipeline_name: str
+    resources: dict[str, Any] | None = None  # None: nothing committed yet
+    last_load: Any = None
+    loads: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -217,6 +228,26 @@ class Target:
 
         with load_order.merges_last():
             return pipeline.load()
+
+    def committed(self) -> Committed:
+        """What the last committed sync saved (its resources' state) and what the tables
+        hold, as the next run would resume from it."""
+        return self.read_committed_with_dlt()
+
+    def read_committed_with_dlt(self) -> Committed:
+        """``committed`` as dlt reads it: the state restored from the destination."""
+        from feedback_sync.source.resources import SOURCE_NAME
+
+        pipeline = self.pipeline()
+        pipeline.sync_destination()
+        committed = Committed(pipeline_name=pipeline.pipeline_name)
+        if not pipeline.default_schema_name:
+            return committed
+        sources = pipeline.state.get("sources", {})
+        committed.resources = sources.get(SOURCE_NAME, {}).get("resources", {})
+        committed.counts = self.table_counts(pipeline)
+        committed.last_load, committed.loads = self.completed_loads(pipeline)
+        return committed
 
     # after a load: what every destination does its own way
 
