@@ -45,6 +45,11 @@ class Resource:
     children: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # a per-idea resource whose state keeps a cursor per idea (not only the ideas seen)
     idea_cursors: bool = False
+    # child tables the shaping makes from an API field of another name or form: child ->
+    # the field as sent (an object whose keys become rows, or a list of idxs)
+    shaped_from: Mapping[str, str] = field(default_factory=dict)
+    # of those fields, the objects whose keys become rows (not columns)
+    keys_as_rows: frozenset[str] = frozenset()
 
     def tables(self) -> dict[str, dict[str, str]]:
         """The declared types of every table it lands: its own, then its child tables (with
@@ -73,9 +78,11 @@ RESOURCES: tuple[Resource, ...] = (
                 "monthly_spend": "double",
                 "attributes": "json",
             },
-            # the object's keys as rows (screening.KEYS_AS_ROWS)
+            # the object's keys as rows
             "attributes": {"key": "text", "value": "text", "value_type": "text"},
         },
+        shaped_from={"attributes": "attributes"},
+        keys_as_rows=frozenset({"attributes"}),
     ),
     Resource(
         "announcements",
@@ -99,6 +106,8 @@ RESOURCES: tuple[Resource, ...] = (
             # reaction_count's keys as rows
             "reactions": {"reaction": "text", "count": "bigint"},
         },
+        shaped_from={"reactions": "reaction_count"},
+        keys_as_rows=frozenset({"reaction_count"}),
     ),
     Resource(
         "comments",
@@ -168,6 +177,7 @@ RESOURCES: tuple[Resource, ...] = (
         "full",
         # the idea's topic_idxs, one row each (shaping.idea)
         children={"topics": {"topic_idx": "text"}},
+        shaped_from={"topics": "topic_idxs"},
     ),
 )
 

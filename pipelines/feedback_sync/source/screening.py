@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 from dlt.common.normalizers.naming.snake_case import NamingConvention
 
+from feedback_sync.source.resources import BY_NAME, RESOURCES
 from feedback_sync.source.types import DECLARED, VARIANT
 
 REJECTED_TABLE = "rejected_rows"
@@ -34,7 +35,7 @@ _NAMING = NamingConvention()
 COLUMN_NAMES: dict[str, str] = {}
 _NAMES = COLUMN_NAMES
 # objects the shaping turns into rows: their keys become values, not columns
-_KEYS_AS_ROWS = {("followers", "attributes"), ("announcements", "reaction_count")}
+_KEYS_AS_ROWS = {(r.name, key) for r in RESOURCES for key in r.keys_as_rows}
 
 
 def column_name(key: str) -> str:
@@ -60,8 +61,9 @@ def spec_fields(root: str) -> set[str]:
     a variant of one of them (``companies__v_json``) is a misshapen spec field, not a
     custom one."""
     lists, objects = nested_fields(root)
-    sent = {key for table, key in _KEYS_AS_ROWS if table == root}
-    return lists | objects | sent | ({"topic_idxs"} if root == "ideas" else set())
+    resource = BY_NAME.get(root)
+    sent = set(resource.shaped_from.values()) if resource is not None else set()
+    return lists | objects | sent
 
 
 def problem(resource: str, item: Any) -> str | None:
