@@ -4,6 +4,7 @@ module implements what the interface requires."""
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,38 @@ def test_only_the_chosen_destination_module_is_imported() -> None:
     assert "feedback_sync.warehouse.duckdb" in loaded
     others = {"delta", "delta_tables", "postgres", "parquet", "other"}
     assert not {f"feedback_sync.warehouse.{name}" for name in others} & loaded
+
+
+def test_the_dlt_settings_a_target_makes_are_its_pipelines_own(tmp_path: Path) -> None:
+    """A target's pipeline sets dlt's load-id, abort and cleanup settings under its own
+    name: another dlt pipeline in the same process keeps dlt's defaults."""
+    import subprocess
+    import sys
+
+    code = f"""
+import json, dlt, pyarrow as pa
+from pathlib import Path
+from feedback_sync.warehouse.target import Target
+ours = Target(duckdb_path=Path({str(tmp_path / "w.duckdb")!r}),
+              pipelines_dir=Path({str(tmp_path)!r}))
+ours.pipeline()
+theirs = dlt.pipeline("theirs", destination="duckdb", dataset_name="d",
+                      pipelines_dir={str(tmp_path / "theirs")!r})
+theirs.run(pa.table({{"id": [1]}}), table_name="t")
+with theirs.sql_client() as client:
+    columns = [r[0] for r in client.execute_sql(
+        "select column_name from information_schema.columns where table_name = 't'")]
+print(json.dumps({{
+    "unscoped": [dlt.config.get(k) for k in (
+        "load.auto_abort_on_terminal_error", "load.delete_completed_jobs",
+        "normalize.parquet_normalizer.add_dlt_load_id")],
+    "ours": dlt.config.get("feedback_sync.load.auto_abort_on_terminal_error"),
+    "their_load_id": "_dlt_load_id" in columns,
+}}))
+"""
+    env = {**__import__("os").environ, "RUNTIME__DLTHUB_TELEMETRY": "false"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"unscoped": [None, None, None], "ours": True, "their_load_id": False}

@@ -456,7 +456,7 @@ def test_a_package_an_earlier_version_left_pending_is_given_up_and_read_again(
     _FailingCopy(monkeypatch, "followers", times=2)
 
     def as_earlier_versions(pipeline: Any) -> None:
-        dlt.config["load.auto_abort_on_terminal_error"] = False
+        dlt.config[f"{pipeline.pipeline_name}.load.auto_abort_on_terminal_error"] = False
 
     with pytest.raises(Exception, match="injected failure"):
         harness.sync(after_extract=as_earlier_versions)

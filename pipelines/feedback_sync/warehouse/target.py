@@ -201,18 +201,23 @@ class Target:
 
         self.check_duckdb_name()
         destination = self.dlt_destination()
+        # dlt's settings for this pipeline only, under its name's section (as
+        # FEEDBACK_SYNC__LOAD__... would be): another dlt pipeline in the process keeps its own
+        ours = self.pipeline_name
         # the source yields Arrow tables; reconcile and replace_children need every row's
         # load id, which dlt adds to Arrow rows only when asked
-        dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
+        dlt.config[f"{ours}.normalize.parquet_normalizer.add_dlt_load_id"] = True
         # a load job that fails for good aborts its package (state rewound, nothing committed)
         # instead of leaving it pending for every later run to fail on again
-        dlt.config["load.auto_abort_on_terminal_error"] = True
+        dlt.config[f"{ours}.load.auto_abort_on_terminal_error"] = True
         # a loaded package's data files are not read again (the warehouse holds the rows; the
         # journal names only the load id), and dlt keeps them by default: an hourly sync's
         # working folder would grow by every run's data (98 MB for a first load at `large`).
-        # A user's own setting wins: env, or `[load]` in config.toml, the layer this writes to.
-        if dlt.config.get("load.delete_completed_jobs") is None:
-            dlt.config["load.delete_completed_jobs"] = True
+        # A user's own setting wins: env, or `[load]` (or `[<pipeline>.load]`) in
+        # config.toml, the layer this writes to.
+        setting = "load.delete_completed_jobs"
+        if dlt.config.get(setting) is None and dlt.config.get(f"{ours}.{setting}") is None:
+            dlt.config[f"{ours}.{setting}"] = True
         return dlt.pipeline(
             pipeline_name=self.pipeline_name,
             destination=destination,
