@@ -96,24 +96,47 @@ def plan_target(
     force: bool,
     min_rows: int = 10,
 ) -> TargetPlan:
+    """What a target's rows ask of the service, step by step: each valid record is compared
+    with the warehouse's copy first and read from the API only where that copy may be
+    stale or differs; keys pushed before and no longer wanted are deleted (when the target
+    deletes); a plan that would change too much is refused."""
     plan = TargetPlan(spec, kind)
     known: dict[str, Known] = journal.known(spec.name)
     known_idx = {k: v.idx for k, v in known.items() if v.idx and not v.deleted}
     plan.managed = len(known_idx)
     records = kind.records(rows, spec.key, ctx)
-
-    def invalid(record: Record, reason: str) -> None:
-        plan.steps.append(
-            Step(spec.name, record.key, record.label, "invalid", record=record, reason=reason)
-        )
-
     valid: dict[str, Record] = {}
     for record in records:
         record.extra["nulls"] = spec.nulls
         if record.problems:
-            invalid(record, "; ".join(record.problems))
+            plan.steps.append(_invalid(spec, record, "; ".join(record.problems)))
         else:
             valid[record.key] = record
+    to_read = _unchanged_by_copy(plan, kind, ctx, valid, known, known_idx)
+    live = kind.live(ctx, [(k, valid[k]) for k in to_read], known_idx) if to_read else {}
+    owners = {idx: k for k, idx in known_idx.items()}
+    for key in to_read:
+        plan.steps.append(_step(spec, kind, ctx, valid[key], live.get(key), owners))
+    _deletes(plan, {r.key for r in records}, known_idx)
+    plan.refused = _refusal(plan, bool(records), known_idx, max_change_share, min_rows, force)
+    return plan
+
+
+def _invalid(spec: TargetSpec, record: Record, reason: str) -> Step:
+    return Step(spec.name, record.key, record.label, "invalid", record=record, reason=reason)
+
+
+def _unchanged_by_copy(
+    plan: TargetPlan,
+    kind: Kind,
+    ctx: Context,
+    valid: dict[str, Record],
+    known: dict[str, Known],
+    known_idx: dict[str, str],
+) -> list[str]:
+    """Plans ``unchanged`` the records the warehouse's copy (or the journal, confirmed after
+    the copy was loaded) shows as they are wanted; returns the keys to read from the API."""
+    spec = plan.spec
     copy = kind.copy(ctx, known_idx, valid)
     to_read: list[str] = []
     for key, record in valid.items():
@@ -139,86 +162,95 @@ def plan_target(
             )
         else:
             to_read.append(key)
-    live = kind.live(ctx, [(k, valid[k]) for k in to_read], known_idx) if to_read else {}
-    owners = {idx: k for k, idx in known_idx.items()}
-    for key in to_read:
-        record = valid[key]
-        held = live.get(key)
-        named = record.extra.get("idx")
-        if named is not None and (held is None or owners.get(named, key) != key):
-            invalid(
-                record,
-                f"idx {named} does not exist at the service"
-                if held is None
-                else f"idx {named} belongs to the key {owners[named]!r} already",
-            )
-            continue
-        problems = kind.create_problems(record) if held is None else []
-        if held is None and spec.mode == "update":
-            invalid(
-                record,
-                f"not found at the service (mode update never creates a {kind.resource} row)",
-            )
-            continue
-        if problems:
-            invalid(record, "; ".join(problems))
-            continue
-        if held is None:
-            created = {n: (None, v) for n, v in record.fields.items() if v is not None}
-            plan.steps.append(
-                Step(spec.name, key, record.label, "create", record=record, changes=created)
-            )
-            continue
-        changes = diff(record, held, spec.nulls)
-        if not changes:
-            plan.steps.append(
-                Step(spec.name, key, record.label, "unchanged", idx=held.idx, record=record)
-            )
-        elif spec.mode == "insert":
-            plan.steps.append(
-                Step(
-                    spec.name,
-                    key,
-                    record.label,
-                    "unchanged",
-                    idx=held.idx,
-                    record=record,
-                    reason="exists; mode insert does not update",
-                )
-            )
-        else:
-            request = kind.update(record, held, changes, ctx)
-            plan.steps.append(
-                Step(
-                    spec.name,
-                    key,
-                    record.label,
-                    "update",
-                    idx=held.idx,
-                    changes=changes,
-                    request=request,
-                    record=record,
-                )
-            )
+    return to_read
+
+
+def _step(
+    spec: TargetSpec,
+    kind: Kind,
+    ctx: Context,
+    record: Record,
+    held: Held | None,
+    owners: dict[str, str],
+) -> Step:
+    """One record's step against what the service holds now (``held``, None: nothing)."""
+    key = record.key
+    named = record.extra.get("idx")
+    if named is not None and (held is None or owners.get(named, key) != key):
+        return _invalid(
+            spec,
+            record,
+            f"idx {named} does not exist at the service"
+            if held is None
+            else f"idx {named} belongs to the key {owners[named]!r} already",
+        )
+    problems = kind.create_problems(record) if held is None else []
+    if held is None and spec.mode == "update":
+        return _invalid(
+            spec,
+            record,
+            f"not found at the service (mode update never creates a {kind.resource} row)",
+        )
+    if problems:
+        return _invalid(spec, record, "; ".join(problems))
+    if held is None:
+        created = {n: (None, v) for n, v in record.fields.items() if v is not None}
+        return Step(spec.name, key, record.label, "create", record=record, changes=created)
+    changes = diff(record, held, spec.nulls)
+    if not changes:
+        return Step(spec.name, key, record.label, "unchanged", idx=held.idx, record=record)
+    if spec.mode == "insert":
+        return Step(
+            spec.name,
+            key,
+            record.label,
+            "unchanged",
+            idx=held.idx,
+            record=record,
+            reason="exists; mode insert does not update",
+        )
+    return Step(
+        spec.name,
+        key,
+        record.label,
+        "update",
+        idx=held.idx,
+        changes=changes,
+        request=kind.update(record, held, changes, ctx),
+        record=record,
+    )
+
+
+def _deletes(plan: TargetPlan, wanted: set[str], known_idx: dict[str, str]) -> None:
+    """Deletes the keys this target pushed before and no longer wants (when it deletes);
+    none while a row is invalid, which might be one it should keep."""
+    spec = plan.spec
+    if spec.delete is None:
+        return
     rejected_rows = [s for s in plan.steps if s.action == "invalid"]
-    if spec.delete is not None and rejected_rows:
+    if rejected_rows:
         plan.notes.append(
             f"no deletes this run: {len(rejected_rows)} invalid row(s) might be rows it should keep"
         )
-    elif spec.delete is not None:
-        wanted = {r.key for r in records}
-        for key, idx in sorted(known_idx.items()):
-            if key not in wanted:
-                plan.steps.append(
-                    Step(
-                        spec.name,
-                        key,
-                        key,
-                        "delete",
-                        idx=idx,
-                        request=kind.delete(idx, spec.delete),
-                    )
-                )
+        return
+    for key, idx in sorted(known_idx.items()):
+        if key not in wanted:
+            request = plan.kind.delete(idx, spec.delete)
+            plan.steps.append(Step(spec.name, key, key, "delete", idx=idx, request=request))
+
+
+def _refusal(
+    plan: TargetPlan,
+    any_records: bool,
+    known_idx: dict[str, str],
+    max_change_share: float,
+    min_rows: int,
+    force: bool,
+) -> str | None:
+    """Why the plan is not sent (an empty desired set, too large a share changed), unless
+    ``force``."""
+    if force:
+        return None
     counts = plan.counts()
     changing = counts["update"] + counts["delete"]
     # what it manages: the objects its desired rows match at the service, and the keys it
@@ -227,11 +259,11 @@ def plan_target(
         {s.key for s in plan.steps if s.action in ("update", "unchanged", "delete")}
         | set(known_idx)
     )
-    if not records and not force:
-        plan.refused = "its desired set is empty (a broken model or a missing file?)"
-    elif base >= min_rows and changing / base > max_change_share and not force:
-        plan.refused = (
+    if not any_records:
+        return "its desired set is empty (a broken model or a missing file?)"
+    if base >= min_rows and changing / base > max_change_share:
+        return (
             f"it would update or delete {changing} of the {base} rows it manages "
             f"({changing / base:.0%}, more than the limit of {max_change_share:.0%})"
         )
-    return plan
+    return None
