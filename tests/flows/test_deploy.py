@@ -140,14 +140,25 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
         timeout=30,
     )
     assert response.status_code == 200
-    # each run made slow enough to outlast the worker's start of the other (a run at tiny
-    # scale can end before the worker has started the second process)
-    slow = httpx.post(f"{sandbox.root_url}/_sandbox/settings", json={"latency_ms": 250}, timeout=30)
+    # the server kept slow until both runs are running, so the first cannot end before the
+    # worker has started the second process (at tiny scale a run can, and on a loaded
+    # machine one process may start seconds after the other); then both go on at full speed
+    settings = f"{sandbox.root_url}/_sandbox/settings"
+    slow = httpx.post(settings, json={"latency_ms": 2000}, timeout=30)
     assert slow.status_code == 200, slow.text
     pair = [_create_run(api, "feedback-sync/full"), _create_run(api, "feedback-sync/incremental")]
-    runs = wait_for_runs(api, pair)
-    fast = httpx.post(f"{sandbox.root_url}/_sandbox/settings", json={"latency_ms": 0}, timeout=30)
+    running = api.wait_for(
+        lambda: api.post(
+            "flow_runs/filter",
+            {"flow_runs": {"id": {"any_": pair}, "start_time": {"is_null_": False}}},
+        ),
+        2,
+        timeout=120,
+    )
+    fast = httpx.post(settings, json={"latency_ms": 0}, timeout=30)
     assert fast.status_code == 200, fast.text
+    assert len(running) == 2, "the worker did not start both runs"
+    runs = wait_for_runs(api, pair)
     for run_id in pair:
         assert runs[run_id]["state"]["type"] == "COMPLETED", runs[run_id]["state"]
     # both flow runs were running at the same time (one waited for the slot) ...
