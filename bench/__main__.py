@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from bench import sandbox_throughput, sync_bench, warehouses
+from bench import compare, sandbox_throughput, sync_bench, warehouses
 
 COMMANDS = {
     "sync": sync_bench.main,
     "sandbox": sandbox_throughput.main,
     "warehouses": warehouses.main,
+    "compare": compare.main,
 }
 
 
