@@ -47,6 +47,9 @@ class FeedbackError(Exception):
     # whether running again later may well succeed (what a scheduler may retry); None: not
     # known for this kind of error, so what caused it decides (app/failures.is_transient)
     transient: ClassVar[bool | None] = None
+    # whether it stops a sync before anything of it was committed, so that the next run
+    # resumes from the last committed state (the command line says so)
+    resumes: ClassVar[bool] = False
 
 
 class ConfigError(FeedbackError):
@@ -84,6 +87,7 @@ class DataError(FeedbackError, ValueError):
     """A row the API sent cannot be shaped (a timestamp that is not one, say)."""
 
     transient: ClassVar[bool | None] = False
+    resumes: ClassVar[bool] = True
 
 
 class ModelError(FeedbackError):
@@ -125,6 +129,7 @@ class ApiError(FeedbackError):
     """The service answered a request with a failure the client does not retry (any more)."""
 
     transient: ClassVar[bool | None] = False
+    resumes: ClassVar[bool] = True
 
     def __init__(
         self,

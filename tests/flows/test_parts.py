@@ -11,8 +11,17 @@ from typing import Any
 import httpx
 import psycopg2
 import pytest
+from feedback_sync.app.failures import explain
 from feedback_sync.app.sync import SyncResult
-from feedback_sync.errors import ApiError, ConfigError, DataError, LoadFailed, RetriesExhausted
+from feedback_sync.errors import (
+    ApiError,
+    ConfigError,
+    DataError,
+    LoadFailed,
+    ModelError,
+    PushFailed,
+    RetriesExhausted,
+)
 from feedback_sync.flows import alarm, artifacts, lineage
 from feedback_sync.flows.logs import RunLogStream, forwarded
 from feedback_sync.flows.sync import retry_transient
@@ -222,3 +231,25 @@ def test_the_alarm_file_is_a_valid_automation_and_takes_a_window() -> None:
     assert default.trigger.posture == "Proactive"  # type: ignore[union-attr]
     with pytest.raises(Exception, match="10 seconds"):
         AutomationCore.model_validate(alarm.read(alarm.FILE, within=5, notify=None))
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "resumes"),
+    [
+        (ApiError("followers", "GET", "/followers", 401, "bad key"), 1, True),
+        (DataError("a row without its key"), 1, True),
+        (ConfigError("missing setting"), 2, False),
+        (LoadFailed("the warehouse refused the load"), 1, False),
+        (ModelError("model marts.x (x.sql): boom"), 1, False),
+        (PushFailed("2 rows were rejected"), 1, False),
+    ],
+)
+def test_every_error_of_the_tree_is_one_line_with_its_exit_code(
+    error: Exception, code: int, resumes: bool
+) -> None:
+    """The tree's own errors carry their exit code; only those that stop a sync before it
+    committed anything say that the next run resumes."""
+    message, exit_code = explain(_wrapped(error))
+    assert exit_code == code and message is not None and "\n" not in message
+    assert message.startswith(str(error))
+    assert message.endswith("the next run resumes.") is resumes

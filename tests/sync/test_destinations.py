@@ -99,3 +99,13 @@ print(json.dumps({{
     )
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found == {"unscoped": [None, None, None], "ours": True, "their_load_id": False}
+
+
+def test_models_without_parquet_files_make_no_models_file(tmp_path: Path) -> None:
+    from feedback_sync.errors import ModelError
+    from feedback_sync.models.project import apply
+
+    target = Target(destination="parquet", parquet_dir=tmp_path / "out", pipelines_dir=tmp_path)
+    with pytest.raises(ModelError, match="no Parquet files in"):
+        apply(target)
+    assert not target.models_file().exists()

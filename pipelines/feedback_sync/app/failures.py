@@ -70,9 +70,11 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     for error in chain:
         if isinstance(error, WarehouseBusy | LoadFailed):
             return str(error), error.exit_code
-        if isinstance(error, FeedbackError):
+        if isinstance(error, FeedbackError) and error.resumes:
             resumes = f"{error}. Nothing from this run was committed; the next run resumes."
             return resumes, error.exit_code
+        if isinstance(error, FeedbackError):
+            return str(error), error.exit_code
     # the error that says it itself (dlt's wrappers quote it deeper in their text)
     full = [e for e in chain if _disk_full(e) and NO_SPACE in _first_line(e)]
     full += [e for e in chain if isinstance(e, OSError) and e.errno == errno.ENOSPC]

@@ -506,5 +506,5 @@ def _apply(target: Target, project: Project | None, reuse: bool) -> BuildResult:
                 engine, MARTS_SCHEMA, result.mart_rows, reused=result.reused_from is not None
             )
             return result
-        except engine.errors as exc:
+        except duckdb.Error as exc:  # a model's own failure is named by build()
             raise ModelError(f"{where}: {exc}") from None

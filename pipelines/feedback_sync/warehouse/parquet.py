@@ -10,6 +10,7 @@ files, and the marts are written as ``<folder>/marts/<mart>.parquet``.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
@@ -83,12 +84,18 @@ class Parquet(DuckDb):
     def models_file(self) -> Path:
         return self.parquet_dir / MODELS_DUCKDB
 
+    def open_models(
+        self, *, read_only: bool = False, building: bool = False
+    ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
+        if building and not any(self.parquet_dir.glob("*.parquet")):
+            # before the models file is made: a mistyped folder is left as it was
+            raise ModelError(f"no Parquet files in {self.parquet_dir}/: run a sync first")
+        return super().open_models(read_only=read_only, building=building)
+
     def _models_file_made_by_build(self) -> bool:
         return True
 
     def prepare_models(self, engine: Engine) -> None:
-        if not any(self.parquet_dir.glob("*.parquet")):
-            raise ModelError(f"no Parquet files in {self.parquet_dir}/: run a sync first")
         parquet_views(engine.con, self.parquet_dir, self.dataset)  # type: ignore[attr-defined]
 
     def after_models(
