@@ -12,3 +12,10 @@ The packages follow the data, each importing only those below it (``CONTRIBUTING
     flows      the Prefect flows (``flows/`` at the repository's root names them)
     sandbox    the reference server: the API run locally, for tests, benchmarks and the demo
 """
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:  # the one place the version is written is pyproject.toml; this reads it installed
+    __version__ = version("feedback-sync")
+except PackageNotFoundError:  # the source tree on sys.path without an install
+    __version__ = "0+unknown"

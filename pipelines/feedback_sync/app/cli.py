@@ -10,6 +10,8 @@ Subcommands:
     demo      reference server, full sync, a change at the server, normal sync, summary
 
 Exit codes: 0 success, 1 the run failed, 2 bad input or configuration.
+
+POSIX only (Linux, macOS): the run lock is an ``fcntl`` file lock.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from feedback_sync import __version__
 from feedback_sync.errors import UsageError
 from feedback_sync.redaction import install_log_filters
 
@@ -528,11 +531,17 @@ def _run_demo(args: argparse.Namespace) -> int:
     return demo.run(args.scale, args.seed)
 
 
+def _posix() -> bool:
+    """Whether this system has what the run lock needs (``fcntl``: Linux, macOS, BSDs)."""
+    return os.name == "posix"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="feedback-sync",
         description="Move a feedback service's data into a warehouse and back.",
     )
+    parser.add_argument("--version", action="version", version=f"feedback-sync {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _sync_parser(sub)
     _status_parser(sub)
@@ -549,6 +558,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_log_filters()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not _posix():
+        print(
+            f"feedback-sync {args.command}: error: feedback-sync runs on Linux and macOS "
+            f"(POSIX) only; this is {sys.platform} (its run lock is an fcntl file lock)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         code: int = args.run(args)
         return code
