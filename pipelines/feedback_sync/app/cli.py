@@ -25,9 +25,11 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from feedback_sync import __version__
+from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import UsageError
 from feedback_sync.redaction import install_log_filters
 
@@ -542,6 +544,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Move a feedback service's data into a warehouse and back.",
     )
     parser.add_argument("--version", action="version", version=f"feedback-sync {__version__}")
+    parser.add_argument(
+        "--project-dir",
+        metavar="DIR",
+        help="the folder whose .dlt/ holds the settings (default: the current folder, or "
+        "DLT_PROJECT_DIR); relative paths such as data/ stay relative to the current folder",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _sync_parser(sub)
     _status_parser(sub)
@@ -558,6 +566,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_log_filters()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.project_dir is not None:
+        project = Path(args.project_dir)
+        if not project.is_dir():
+            print(
+                f"feedback-sync {args.command}: error: --project-dir {args.project_dir}: "
+                "no such folder",
+                file=sys.stderr,
+            )
+            return 2
+        # where dlt (and dlt_settings_mention) look for .dlt/config.toml and secrets.toml
+        os.environ["DLT_PROJECT_DIR"] = str(project.resolve())
+    telemetry_off_unless_chosen()
     if not _posix():
         print(
             f"feedback-sync {args.command}: error: feedback-sync runs on Linux and macOS "

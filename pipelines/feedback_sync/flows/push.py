@@ -25,6 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
 
 from feedback_sync.api.settings import load_settings
+from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import PushFailed
 from feedback_sync.flows import lineage
 from feedback_sync.flows.logs import RunLogStream, forwarded
@@ -100,6 +101,7 @@ def feedback_push(
         delta_dir: the Delta target's folder (its models file is there).
     """
     install_log_filters()
+    telemetry_off_unless_chosen()
     logger = get_run_logger()
     target = flow_target(destination, dataset, parquet_dir, delta_dir)
     limit = lineage.concurrency_limit(target)

@@ -40,6 +40,7 @@ from prefect.tasks import Task
 from feedback_sync.api.settings import load_settings
 from feedback_sync.app.failures import explain, is_transient, limit_missing
 from feedback_sync.app.sync import SyncResult, check_resources, run_sync
+from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import ChecksFailed, ConfigError, WriterSlotMissing
 from feedback_sync.flows import artifacts, lineage
 from feedback_sync.flows.logs import RunLogStream, forwarded
@@ -286,6 +287,7 @@ def feedback_sync(
             one resumes from the state the destination holds.
     """
     install_log_filters()
+    telemetry_off_unless_chosen()
     logger = get_run_logger()
     if mode not in ("incremental", "full"):
         raise ConfigError(f"mode must be incremental or full, got {mode!r}")
