@@ -7,6 +7,7 @@ True, False, or None where its cause decides).
     FeedbackError                 1  the base
     ├── ConfigError               2  a setting, argument or file is missing or malformed;
     │   │                            names it (nothing was fetched or written)
+    │   ├── MissingExtra          2  a command needs an extra that is not installed
     │   ├── UsageError            2  bad command-line input
     │   └── WriterSlotMissing     2  the warehouse's Prefect concurrency limit does not exist
     ├── WarehouseBusy             1  another run holds the warehouse (transient)
@@ -57,6 +58,11 @@ class ConfigError(FeedbackError):
 
     exit_code: ClassVar[int] = 2
     transient: ClassVar[bool | None] = False
+
+
+class MissingExtra(ConfigError):
+    """A command needs an optional part of feedback-sync that is not installed; the message
+    names the extra to install (``extras.py``)."""
 
 
 class UsageError(ConfigError):

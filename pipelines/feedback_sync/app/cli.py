@@ -31,6 +31,7 @@ from typing import Any
 from feedback_sync import __version__
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import UsageError
+from feedback_sync.extras import require
 from feedback_sync.redaction import install_log_filters
 
 # The command line's process-wide policies, applied around the imports a command makes up
@@ -451,6 +452,7 @@ def _sandbox_parser(sub: Any) -> None:
 def _run_sandbox(args: argparse.Namespace) -> int:
     import time
 
+    require("sandbox", "feedback-sync sandbox")
     from feedback_sync.sandbox.app import create_app
     from feedback_sync.sandbox.server import bind, serve_forever
     from feedback_sync.sandbox.settings import SettingsError
@@ -527,6 +529,7 @@ def _demo_parser(sub: Any) -> None:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
+    require("sandbox", "feedback-sync demo (it runs the reference server)")
     with _heavy_imports():
         from feedback_sync.app import demo
 

@@ -10,3 +10,7 @@ by the entrypoints in the repository's ``flows/``).
 - ``logs.py``: the sync's progress, summary and dlt's warnings in the run's logs;
 - ``alarm.py`` and ``freshness.yaml``: the automation that fires when no run completed.
 """
+
+from feedback_sync.extras import require
+
+require("prefect", "feedback_sync.flows (the Prefect flows)")

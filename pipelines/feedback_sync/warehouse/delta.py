@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from feedback_sync.errors import ModelError
+from feedback_sync.extras import require
 from feedback_sync.redaction import redact_url
 from feedback_sync.warehouse.duckdb import open_duckdb_models
 from feedback_sync.warehouse.target import MODELS_DUCKDB, Target
@@ -66,6 +67,7 @@ class Delta(Target):
     def dlt_destination(self) -> Any:
         import dlt
 
+        require("delta", "the Delta destination")
         from feedback_sync.warehouse import delta_tables
 
         # each key once per load: delta-rs keeps or refuses repeats (delta_tables.py)

@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from feedback_sync.extras import require
 from feedback_sync.warehouse.sql import SqlTarget
 
 if TYPE_CHECKING:
@@ -27,6 +28,11 @@ class Postgres(SqlTarget):
     # items into statements row by row ("will degrade performance"): that is this
     # decision, and the warning is left to show.
     loader_file_format: ClassVar[str | None] = "insert_values"
+
+    def dlt_destination(self) -> Any:
+        # without psycopg2, dlt's own error names missing credentials, not the driver
+        require("postgres", "the PostgreSQL destination")
+        return self.destination
 
     def location(self) -> str:
         """The server and database from dlt's configuration (nothing is opened)."""
