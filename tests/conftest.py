@@ -122,6 +122,7 @@ FILE_SECONDS = {
     "tests/models/test_models.py": 51,
     "tests/reliability/test_fault_slice.py": 49,
     "tests/sandbox/test_control_and_seed.py": 47,
+    "tests/install/test_wheel.py": 50,
 }
 
 
