@@ -612,11 +612,13 @@ def run() -> None:
 
     Once a command is done, the interpreter's own teardown would spend 0.3 s (a fifth of a
     sync with nothing to do) collecting the million objects dlt's imports made, memory the
-    operating system takes back at once anyway. So the exit does what a normal one must
-    (flush the output, close the logs, run the exit handlers: temporary folders, DuckDB's)
-    and then ends the process without the teardown. Where a thread is still running, the
-    normal exit waits for it instead. Tests call ``main``, which returns, and so does
-    ``python -m feedback_sync.app.cli`` (for profilers and coverage tools that write after it).
+    operating system takes back at once anyway, and DuckDB's bindings print a line for
+    every object of theirs still alive then ("nanobind: leaked ..."). So the exit does what
+    a normal one must, in the same order (wait for the threads that are not daemons, run
+    the exit handlers: temporary folders, DuckDB's, dlt's; close the logs, flush the
+    output) and then ends the process without the teardown, whatever threads are left.
+    Tests call ``main``, which returns, and so does ``python -m feedback_sync.app.cli``
+    (for profilers and coverage tools that write after it).
     """
     global _TUNE_PROCESS
     _TUNE_PROCESS = True
@@ -624,10 +626,11 @@ def run() -> None:
     import atexit
     import threading
 
-    if threading.active_count() > 1:
-        sys.exit(code)
-    logging.shutdown()
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()  # as the interpreter's own exit does, before the exit handlers
     atexit._run_exitfuncs()  # what sys.exit would run; os._exit runs none
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
