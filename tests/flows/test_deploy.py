@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 import httpx
 import pytest
-from feedback_sync.flows.lineage import artifact_key
+from feedback_sync.flows.lineage import artifact_key, concurrency_limit
 from feedback_sync.sandbox.server import RunningSandbox
 from feedback_sync.warehouse.target import Target
 
@@ -200,3 +200,60 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
 
 def _alarm_events(api: PrefectApi) -> list[dict[str, Any]]:
     return [e for e in api.events("prefect.automation.triggered")]
+
+
+USER_PROJECT = """
+name: my-project
+prefect-version: 3.9.1
+deployments:
+  - name: hourly
+    entrypoint: feedback_sync.flows.sync:feedback_sync
+    parameters:
+      mode: full
+      checks: false
+    work_pool:
+      name: mine
+"""
+
+
+def test_a_users_own_project_deploys_the_installed_flow_by_module(
+    stack: LocalPrefect, secret_sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    """A Prefect project of the user's, outside this repository: its prefect.yaml names the
+    installed package's flow by module (no flows/ folder, no copy of this code), and a
+    worker started there runs it."""
+    project = tmp_path / "my-project"
+    project.mkdir()
+    (project / "prefect.yaml").write_text(USER_PROJECT)
+    warehouse = project / "warehouse.duckdb"
+    api = PrefectApi(stack.api_url)
+    try:
+        stack.cli("work-pool", "create", "mine", "--type", "process", cwd=project)
+        limit = concurrency_limit(Target(duckdb_path=warehouse))
+        stack.cli("gcl", "create", limit, "--limit", "1", cwd=project)
+        stack.cli("--no-prompt", "deploy", "--all", cwd=project)
+        (deployment,) = api.post("deployments/filter", {})
+        assert deployment["entrypoint"] == "feedback_sync.flows.sync:feedback_sync"
+        stack.start_worker(
+            "mine",
+            {
+                "SOURCES__FEEDBACK__BASE_URL": secret_sandbox.base_url,
+                "SOURCES__FEEDBACK__API_KEY": SECRET_KEY,
+                "DESTINATION__DUCKDB__CREDENTIALS": str(warehouse),
+                "DLT_DATA_DIR": str(tmp_path / "dlt"),
+                "PREFECT_WORKER_QUERY_SECONDS": "1",
+                "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+            },
+            cwd=project,
+        )
+        run = _create_run(api, "feedback-sync/hourly")
+        state = wait_for_runs(api, [run])[run]["state"]
+        assert state["type"] == "COMPLETED", state
+    except BaseException:
+        print(stack.logs()[-20000:])
+        raise
+    finally:
+        api.close()
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        (followers,) = con.execute("select count(*) from feedback.followers").fetchone() or (0,)
+    assert followers > 0

@@ -49,10 +49,12 @@ class LocalPrefect:
         }
         self.processes: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
 
-    def _spawn(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, args: list[str], env: dict[str, str], cwd: Path = ROOT
+    ) -> subprocess.Popen[bytes]:
         log = (self.home / f"{name}.log").open("wb")
         process = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            args, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         self.processes.append((process, log))
         return process
@@ -73,17 +75,18 @@ class LocalPrefect:
             f"prefect server not healthy in {timeout}s: {self.log('server')[-2000:]}"
         )
 
-    def cli(self, *args: str, timeout: float = 120) -> str:
-        """``prefect ARGS`` against this server; its output (raises when it fails)."""
-        return self._call([PREFECT, *args], timeout)
+    def cli(self, *args: str, timeout: float = 120, cwd: Path = ROOT) -> str:
+        """``prefect ARGS`` against this server, run in ``cwd``; its output (raises when it
+        fails)."""
+        return self._call([PREFECT, *args], timeout, cwd)
 
     def python(self, *args: str, timeout: float = 120) -> str:
         """``python ARGS`` (this interpreter) against this server; its output."""
         return self._call([sys.executable, *args], timeout)
 
-    def _call(self, args: list[str], timeout: float) -> str:
+    def _call(self, args: list[str], timeout: float, cwd: Path = ROOT) -> str:
         done = subprocess.run(
-            args, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout
+            args, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout
         )
         output = done.stdout + done.stderr
         if done.returncode != 0:
@@ -91,11 +94,14 @@ class LocalPrefect:
             raise AssertionError(f"{command} failed ({done.returncode}):\n{output}")
         return output
 
-    def start_worker(self, pool: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def start_worker(
+        self, pool: str, env: dict[str, str], cwd: Path = ROOT
+    ) -> subprocess.Popen[bytes]:
         return self._spawn(
             f"worker-{len(self.processes)}",
             [PREFECT, "worker", "start", "--pool", pool, "--type", "process"],
             {**self.env, **env},
+            cwd,
         )
 
     def log(self, name: str) -> str:
