@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.wheel import build_wheel
+
 ROOT = Path(__file__).resolve().parent.parent
-UV = ROOT / ".tools" / "bin" / "uv"
 
 
 def test_layers_and_no_import_circles() -> None:
@@ -72,14 +73,7 @@ print(json.dumps(SCRUBBER in logging.getLogger("httpx").filters))
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [str(UV), "build", "--wheel", "--quiet", "--out-dir", str(out), str(ROOT)],
-        check=True,
-        timeout=300,
-    )
-    (built,) = out.glob("feedback_sync-*.whl")
-    return zipfile.ZipFile(built)
+    return zipfile.ZipFile(build_wheel(tmp_path_factory.mktemp("wheel")))
 
 
 def test_the_wheel_installs_one_package(wheel: zipfile.ZipFile) -> None:

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.wheel import UV, build_wheel
+
 ROOT = Path(__file__).resolve().parents[2]
-UV = ROOT / ".tools" / "bin" / "uv"
 PYTHONS = ("3.12", "3.13")
 # prefect 3.9 asks for a certifi newer than the lock's (which resolves it with this
 # override, pyproject.toml [tool.uv]); the smoke installs no prefect, so certifi is free
@@ -37,12 +38,7 @@ def _found() -> dict[str, str]:
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The wheel, and the lock's versions as a constraints file."""
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [str(UV), "build", "--wheel", "--quiet", "--out-dir", str(out), str(ROOT)],
-        check=True,
-        timeout=300,
-    )
-    (wheel,) = out.glob("feedback_sync-*.whl")
+    wheel = build_wheel(out)
     exported = subprocess.run(
         [str(UV), "export", "--frozen", "--no-hashes", "--all-extras", "--no-dev", *EXPORT],
         cwd=ROOT,
