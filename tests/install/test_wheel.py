@@ -156,7 +156,53 @@ def test_the_wheel_works_outside_the_checkout(
     shutil.copytree(examples, folder / "data" / "curated")
     preview = _run(exe, ["push"], folder, env)
     assert "push preview (dry run, nothing sent)" in preview and "Run with --apply" in preview
+    assert "push applied in" in _run(exe, ["push", "--apply"], folder, env)
+    dump = json.loads(
+        subprocess.run(
+            [
+                str(venv / "bin" / "python"),
+                "-c",
+                "import sys, urllib.request; "
+                "sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())",
+                info["base_url"].removesuffix("/v1") + "/_sandbox/dump",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    )
+    emails = {f["email"] for f in dump["followers"]}
+    assert "noahchen2@acme.test" in emails  # the first curated account, pushed
+    again = _run(exe, ["push"], folder, env)  # applied once: nothing left to send
+    assert "0 write(s) planned" in again, again
     status = _run(exe, ["status"], folder, env)
     assert "(1 loads in all)" in status, status
     assert not (folder / ".dlt").exists()
     assert sys.version_info[:2] == (3, 11)  # the suite itself stays on the locked 3.11
+
+
+@pytest.mark.slow
+def test_uv_tool_install_gives_a_working_command(built: tuple[Path, Path], tmp_path: Path) -> None:
+    """``uv tool install`` (pipx's way: a command in its own environment) of the base
+    wheel: the command runs from anywhere and reads the package's own SQL project."""
+    wheel, constraints = built
+    override = tmp_path / "override.txt"
+    override.write_text(OVERRIDE)
+    env = {
+        **os.environ,
+        "UV_TOOL_DIR": str(tmp_path / "tools"),
+        "UV_TOOL_BIN_DIR": str(tmp_path / "bin"),
+    }
+    pins = ["-c", str(constraints), "--overrides", str(override)]
+    subprocess.run(
+        [str(UV), "tool", "install", "--quiet", "-p", sys.executable, *pins, str(wheel)],
+        env=env,
+        check=True,
+        timeout=900,
+    )
+    exe = tmp_path / "bin" / "feedback-sync"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    listed = _run(exe, ["models", "--list"], elsewhere, env)
+    assert "marts.status_summary" in listed
