@@ -63,7 +63,7 @@ def _run(exe: Path, args: list[str], cwd: Path, env: dict[str, str]) -> str:
 
 
 @pytest.fixture
-def sandbox_of(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+def sandbox_of() -> Iterator[list[subprocess.Popen[bytes]]]:
     started: list[subprocess.Popen[bytes]] = []
     yield started
     for process in started:

@@ -128,8 +128,6 @@ def _target(args: argparse.Namespace) -> Any:
     if not args.dataset.replace("_", "").isalnum():
         raise UsageError(f"--dataset must be letters, digits and underscores, got {args.dataset!r}")
     # checked first: a bad argument is answered before dlt is imported
-    from pathlib import Path
-
     from feedback_sync.warehouse.target import Target
 
     return Target(
@@ -232,8 +230,6 @@ def _models_parser(sub: Any) -> None:
 
 
 def _run_models(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     with _heavy_imports():
         from feedback_sync.models.project import apply, describe, load_project
 
@@ -293,8 +289,6 @@ def _report_parser(sub: Any) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     with _heavy_imports():
         from feedback_sync.app.report import write
         from feedback_sync.errors import ModelError

@@ -20,7 +20,9 @@ def _config(app: SandboxApp, host: str, port: int, log_level: str) -> uvicorn.Co
     # a decision, not a hidden bug: the "drop" fault raises on purpose to cut the connection,
     # and uvicorn would log each as an application error with a traceback. QuietDrops lets
     # every other error through (sandbox/guard.py)
-    logging.getLogger("uvicorn.error").addFilter(QuietDrops())
+    errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, QuietDrops) for f in errors.filters):  # once per process
+        errors.addFilter(QuietDrops())
     return uvicorn.Config(
         app,
         host=host,

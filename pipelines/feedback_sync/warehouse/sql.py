@@ -151,7 +151,8 @@ class SqlTarget(Target):
             for table in tables:
                 if table not in present:
                     continue
-                times = [c for c in columns if c in _columns(client, table)]
+                present_columns = _columns(client, table)
+                times = [c for c in columns if c in present_columns]
                 if not times:
                     continue
                 qualified = client.make_qualified_table_name(table)
