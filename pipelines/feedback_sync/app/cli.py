@@ -139,6 +139,15 @@ def _target(args: argparse.Namespace) -> Any:
     )
 
 
+def _sql_dir_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sql-dir",
+        metavar="FOLDER",
+        help="the SQL folder (sources.toml, staging/, marts/, push/); default: MODELS__SQL_DIR "
+        "(sql_dir in [models] of .dlt/config.toml), else the one feedback-sync ships",
+    )
+
+
 def _wait(args: argparse.Namespace) -> float:
     wait = float(args.wait)
     if not wait >= 0:  # also refuses nan
@@ -164,6 +173,7 @@ def _sync_parser(sub: Any) -> None:
         action="store_true",
         help="do not build the SQL models after the load (feedback-sync models does it later)",
     )
+    _sql_dir_argument(p)
     p.add_argument(
         "--resources",
         metavar="a,b",
@@ -197,6 +207,7 @@ def _run_sync(args: argparse.Namespace) -> int:
             resources=resources,
             progress_every=args.progress_every,
             models=not args.no_models,
+            sql_folder=args.sql_dir,
             lock_wait=lock_wait,
         )
     except ConfigError as exc:
@@ -220,10 +231,7 @@ def _models_parser(sub: Any) -> None:
     p.add_argument(
         "--list", action="store_true", help="describe every model (grain, key, columns) and exit"
     )
-    p.add_argument(
-        "--sql-dir",
-        help="the models folder (sources.toml, staging/, marts/); default: this project's sql/",
-    )
+    _sql_dir_argument(p)
     _target_arguments(p)
     _wait_argument(p)
     p.set_defaults(run=_run_models)
@@ -231,12 +239,12 @@ def _models_parser(sub: Any) -> None:
 
 def _run_models(args: argparse.Namespace) -> int:
     with _heavy_imports():
-        from feedback_sync.models.project import apply, describe, load_project
+        from feedback_sync.models.project import apply, describe, load_project, sql_dir
 
     from feedback_sync.errors import ModelError
 
     try:
-        project = load_project(Path(args.sql_dir)) if args.sql_dir else load_project()
+        project = load_project(sql_dir(args.sql_dir))
         if args.list:
             print(describe(project))
             return 0
@@ -326,6 +334,7 @@ def _push_parser(sub: Any) -> None:
         "push.max_change_share of the rows it pushed before",
     )
     p.add_argument("--curated-dir", help="folder of curated files (default data/curated)")
+    _sql_dir_argument(p)
     p.add_argument("--samples", type=int, help="changed rows shown per target (default 5)")
     _target_arguments(p)
     _wait_argument(p)
@@ -350,6 +359,7 @@ def _run_push(args: argparse.Namespace) -> int:
             apply=args.apply,
             force=args.force,
             push_settings=push_settings,
+            sql_folder=args.sql_dir,
             lock_wait=_wait(args),
         )
     except ConfigError as exc:

@@ -187,9 +187,13 @@ def run_sync(
     progress_every: float = 5.0,
     after_extract: Callable[[Pipeline], None] | None = None,
     models: bool = True,
+    sql_folder: str | Path | None = None,
     lock_wait: float = 0.0,
 ) -> SyncResult:
     """Runs one sync into ``target`` and returns what it did.
+
+    With ``models``, the models of ``sql_folder`` (``models.project.sql_dir``: by default
+    the configured or shipped folder) are built after the load.
 
     The run holds ``target``'s run lock throughout (``warehouse.runlock``): another run of
     the same warehouse fails at once, or waits up to ``lock_wait`` seconds for this one.
@@ -203,6 +207,12 @@ def run_sync(
     selected = check_resources(resources)
     settings = settings or load_settings()
     keep = keep_loaded_packages()
+    sql_root: Path | None = None
+    if models and target.builds_models:
+        # imported here: a sync told not to build the models never loads them
+        from feedback_sync.models.project import sql_dir
+
+        sql_root = sql_dir(sql_folder)  # a folder that is not there stops it before fetching
     with runlock.hold(target, "sync", lock_wait):
         return _run_sync(
             target,
@@ -213,7 +223,7 @@ def run_sync(
             out,
             progress_every,
             after_extract,
-            models,
+            sql_root,
             keep,
         )
 
@@ -264,7 +274,7 @@ def _run_sync(
     out: IO[str],
     progress_every: float,
     after_extract: Callable[[Pipeline], None] | None,
-    models: bool,
+    sql_root: Path | None,
     keep_packages: int,
 ) -> SyncResult:
     started = time.perf_counter()
@@ -298,8 +308,8 @@ def _run_sync(
                     everything=bool(result.recovered_packages or owed is not None),
                 )
         journal.clear()
-    if models and target.builds_models:
-        _build_models(target, result, out)
+    if sql_root is not None:
+        _build_models(target, sql_root, result, out)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -396,15 +406,16 @@ def _load(
         _add(result.rows_removed, removed)
 
 
-def _build_models(target: Target, result: SyncResult, out: IO[str]) -> None:
-    """Builds the SQL models; a failure is kept in the result (the synced data stays)."""
+def _build_models(target: Target, root: Path, result: SyncResult, out: IO[str]) -> None:
+    """Builds the SQL models of ``root``; a failure is kept in the result (the synced data
+    stays)."""
     print("sync: building the SQL models ...", file=out, flush=True)
     with result.timed("models"):
-        # imported here: a sync told not to build the models never loads them
         from feedback_sync.models.project import apply as apply_models
+        from feedback_sync.models.project import load_project
 
         try:
-            result.models = apply_models(target, reuse=True)
+            result.models = apply_models(target, load_project(root), reuse=True)
         except ModelError as exc:
             result.models_error = str(exc)
 

@@ -33,9 +33,10 @@ from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Any
 
+import dlt
 import duckdb
 
-from feedback_sync.errors import ModelError
+from feedback_sync.errors import ConfigError, ModelError
 from feedback_sync.models.sqlfile import calls, read_header, substitute
 from feedback_sync.package_data import package_path
 from feedback_sync.source.resources import PARENT_KEYS
@@ -97,13 +98,38 @@ class Project:
         raise KeyError(name)
 
 
-def load_project(root: Path = SQL_DIR) -> Project:
-    """Reads ``root`` (``sql/``) and orders its models.
+def sql_dir(chosen: str | Path | None = None) -> Path:
+    """The models folder: ``chosen`` (``--sql-dir``), else the setting ``sql_dir`` of
+    ``[models]`` in ``.dlt/config.toml`` (``MODELS__SQL_DIR``), else the one the package
+    ships. A relative path is read from the current folder. Its ``push/`` holds the push
+    targets (``push.targets``).
 
     Raises:
+        ConfigError: the folder named does not exist.
+    """
+    setting = "--sql-dir"
+    if chosen is None:
+        chosen = dlt.config.get("models.sql_dir")
+        setting = "MODELS__SQL_DIR (sql_dir in [models])"
+    if chosen is None:
+        return SQL_DIR
+    if not isinstance(chosen, str | Path) or not str(chosen).strip():
+        raise ConfigError(f"{setting} must be a folder path, got {chosen!r}")
+    root = Path(chosen).expanduser()
+    if not root.is_dir():
+        raise ConfigError(f"{setting} {root}: no such folder (the SQL models' folder)")
+    return root
+
+
+def load_project(root: Path | None = None) -> Project:
+    """Reads ``root`` (default ``sql_dir()``) and orders its models.
+
+    Raises:
+        ConfigError: no ``root`` given and the configured folder does not exist.
         ModelError: a bad sources file, an unknown ref or source, a duplicate name, a
             missing doc block, or a cycle; the message names the file.
     """
+    root = sql_dir() if root is None else root
     sources_file = root / "sources.toml"
     try:
         raw = tomllib.loads(sources_file.read_text(encoding="utf-8"))

@@ -35,7 +35,7 @@ import httpx
 from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.errors import ApiError, ConfigError, ModelError, NotFound, OutcomeUnknown
-from feedback_sync.models.project import load_project
+from feedback_sync.models.project import load_project, sql_dir
 from feedback_sync.push import curated as curated_inputs
 from feedback_sync.push.journal import Journal, fields_hash
 from feedback_sync.push.kinds import KINDS
@@ -43,7 +43,7 @@ from feedback_sync.push.kinds.base import Context, Request, show_field
 from feedback_sync.push.kinds.followers import FollowerResolver
 from feedback_sync.push.plan import Step, TargetPlan, plan_target
 from feedback_sync.push.settings import PushSettings, load_push_settings
-from feedback_sync.push.targets import PUSH_DIR, TargetSpec, load_targets, render
+from feedback_sync.push.targets import TargetSpec, load_targets, render
 from feedback_sync.push.values import shown
 from feedback_sync.redaction import SCRUBBER
 from feedback_sync.warehouse import runlock
@@ -199,7 +199,8 @@ def run_push(
     force: bool = False,
     settings: FeedbackSettings | None = None,
     push_settings: PushSettings | None = None,
-    push_dir: Path = PUSH_DIR,
+    sql_folder: str | Path | None = None,
+    push_dir: Path | None = None,
     transport: httpx.BaseTransport | None = None,
     out: IO[str] | None = None,
     lock_wait: float = 0.0,
@@ -209,14 +210,22 @@ def run_push(
     Holds ``target``'s run lock throughout (``warehouse.runlock``), as a sync does: the
     journal and the diff never meet a sync's half-done load.
 
+    The targets are ``<sql folder>/push/*.sql`` (``models.project.sql_dir``: ``sql_folder``,
+    else the configured or shipped one; ``push_dir`` names another folder of targets), and
+    ``ref()`` reads the models of that SQL folder.
+
     Raises:
         ConfigError: bad input or configuration (exit code 2): an unknown target, a target
             asked for whose curated input is missing, an unreadable file, a model that fails.
         WarehouseBusy: another run holds the warehouse (nothing was done).
     """
+    root = sql_dir(sql_folder)
+    push_dir = root / "push" if push_dir is None else push_dir
+    if not push_dir.is_dir():
+        raise ConfigError(f"{push_dir}: no such folder (the push targets, <sql folder>/push/)")
     with runlock.hold(target, "push --apply" if apply else "push (preview)", lock_wait):
         return _run_push(
-            target, targets, apply, force, settings, push_settings, push_dir, transport, out
+            target, targets, apply, force, settings, push_settings, root, push_dir, transport, out
         )
 
 
@@ -227,6 +236,7 @@ def _run_push(
     force: bool,
     settings: FeedbackSettings | None,
     push_settings: PushSettings | None,
+    root: Path,
     push_dir: Path,
     transport: httpx.BaseTransport | None,
     out: IO[str] | None,
@@ -262,6 +272,7 @@ def _run_push(
             try:
                 _run(
                     result,
+                    root,
                     chosen,
                     declared,
                     engine,
@@ -296,6 +307,7 @@ def _run_push(
 
 def _run(
     result: PushResult,
+    root: Path,
     chosen: list[TargetSpec],
     declared: dict[str, curated_inputs.CuratedTable],
     con: Engine,
@@ -310,7 +322,7 @@ def _run(
     out: IO[str],
 ) -> None:
     """Each chosen target in turn: its inputs, its plan, and (``apply``) its writes."""
-    project = load_project()
+    project = load_project(root)
     refs = {m.name: m.relation for m in project.models}
     variables: dict[str, Any] = {"note_author_email": push_settings.note_author_email}
     base = Context(con, target.dataset, client, "")
