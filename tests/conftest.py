@@ -122,7 +122,9 @@ FILE_SECONDS = {
     "tests/models/test_models.py": 51,
     "tests/reliability/test_fault_slice.py": 49,
     "tests/sandbox/test_control_and_seed.py": 47,
-    "tests/install/test_wheel.py": 50,
+    "tests/install/test_wheel.py": 150,
+    # the fast tests again, on the lowest allowed versions (a pytest run of its own)
+    "tests/install/test_lowest.py": 150,
 }
 
 

@@ -4,6 +4,7 @@ installs one package, ``feedback_sync``, with its SQL project inside."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -26,6 +27,7 @@ def test_layers_and_no_import_circles() -> None:
     assert "Contracts: 3 kept, 0 broken." in done.stdout, done.stdout
 
 
+@pytest.mark.slow
 def test_importing_the_package_changes_no_logging() -> None:
     """Every module imported, no logger has a filter and the root logger no handler: log
     filters are installed by the entry points (the command line, the flows, a client)."""
@@ -100,3 +102,18 @@ def test_the_wheel_holds_the_sql_project_and_the_examples(wheel: zipfile.ZipFile
     shipped = [n for n in names if n.endswith(".py") and wheel.read(n) in support]
     assert shipped == []
     assert not [n for n in names if "azurite" in n]
+
+
+def test_the_package_description_is_the_readmes_opening(wheel: zipfile.ZipFile) -> None:
+    """What a package index shows: the README up to its marker, which says what the product
+    is before anything else and holds no links (a relative one leads nowhere there)."""
+    (metadata,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+    headers, _, description = wheel.read(metadata).decode().partition("\n\n")
+    assert "Description-Content-Type: text/markdown" in headers
+    readme = (ROOT / "README.md").read_text()
+    opening = readme[: readme.index("<!-- The package's description")]
+    assert description.strip() == opening.strip()
+    assert description.startswith("# feedback-sync\n\nfeedback-sync moves")
+    assert "pip install feedback-sync" in description
+    assert not re.search(r"\]\(|<a |https?://(?!feedback\.example\.com)", description)
+    assert "./run" not in description  # the checkout's commands stay in the README

@@ -46,6 +46,7 @@ RUNS = (
 COMPARED = set(RUNS[:5])
 
 
+@pytest.mark.slow
 def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) -> None:
     output = tmp_path / "RESULTS.md"
     output.write_text(f"# Mine\n\nkept above\n\n{BEGIN}\nold figures\n{END}\n\nkept below\n")

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_compare_bench_runs_both_sides_and_prints_every_step() -> None:
     command = [sys.executable, "-m", "bench", "compare", str(ROOT), "--scale", "tiny"]
     done = subprocess.run(

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,6 +20,7 @@ RUNS = [f"full sync -> {name}" for name in ("DuckDB", "PostgreSQL", "Parquet", "
 ]
 
 
+@pytest.mark.slow
 def test_the_warehouses_bench_runs_at_tiny_and_writes_every_run(
     postgres_server: postgres.Server, tmp_path: Path
 ) -> None:

@@ -28,6 +28,7 @@ def _table(h: Harness, name: str) -> DeltaTable:
     return DeltaTable(str(h.tmp / "delta" / "feedback" / name))
 
 
+@pytest.mark.slow
 def test_full_normal_and_full_again_equal_the_server(delta: Harness, tmp_path: Path) -> None:
     first = delta.sync(full=True)
     delta.assert_equals_truth()
@@ -46,6 +47,7 @@ def test_full_normal_and_full_again_equal_the_server(delta: Harness, tmp_path: P
     assert report.charts == 5
 
 
+@pytest.mark.slow
 def test_soft_deletes_mark_rows_in_delta(delta: Harness) -> None:
     delta.sync(full=True, delete_mode="soft", models=False)
     changes = delta.mutate(seed=9, counts={"followers": {"delete": 2}, "comments": {"delete": 2}})
@@ -68,6 +70,7 @@ def test_soft_deletes_mark_rows_in_delta(delta: Harness) -> None:
     assert max(at for at in kept if at is not None) == first, "the first time is kept"
 
 
+@pytest.mark.slow
 def test_models_on_delta_hold_the_same_rows_as_on_duckdb(harness: Harness) -> None:
     """The same sandbox data into DuckDB and into Delta tables, models built on each (the
     Delta ones in a DuckDB file over the tables' snapshots): every staging view and mart
@@ -108,6 +111,7 @@ def assert_same_models(duckdb_file: Path | None, other: Path) -> None:
         on_delta.close()
 
 
+@pytest.mark.slow
 def test_a_run_commits_only_to_the_tables_it_changed(delta: Harness) -> None:
     """Merges and deletes are Delta commits on the tables they touch; a table nothing
     changed in keeps its version, and no table is overwritten whole."""
@@ -129,6 +133,7 @@ def test_a_run_commits_only_to_the_tables_it_changed(delta: Harness) -> None:
         assert set(operations) <= {"MERGE", "DELETE"}, (name, operations)
 
 
+@pytest.mark.slow
 def test_repeated_items_in_one_run_land_once_in_delta(delta: Harness) -> None:
     """Pages that repeat the previous page's last items put one key twice in one load: the
     Delta upsert must still land every row once (and the next run's merge must succeed)."""
@@ -141,6 +146,7 @@ def test_repeated_items_in_one_run_land_once_in_delta(delta: Harness) -> None:
     delta.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_push_on_delta_plans_as_on_duckdb_and_applies_once(delta: Harness, tmp_path: Path) -> None:
     """The reverse sync on the Delta target: the desired state from the curated folder, the
     warehouse copy from the models file over the Delta snapshots; the same plan as on

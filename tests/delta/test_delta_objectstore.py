@@ -53,6 +53,7 @@ def _versions(h: Harness) -> dict[str, int]:
     return dict(rows)
 
 
+@pytest.mark.slow
 def test_full_normal_and_full_again_in_object_storage(
     in_bucket: Harness, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -110,6 +111,7 @@ def test_full_normal_and_full_again_in_object_storage(
     assert report.charts == 5
 
 
+@pytest.mark.slow
 def test_deletes_owed_by_a_crashed_run_are_finished_in_object_storage(
     in_bucket: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,6 +138,7 @@ def test_deletes_owed_by_a_crashed_run_are_finished_in_object_storage(
     in_bucket.assert_equals_truth(tables=["followers", "followers__companies"])
 
 
+@pytest.mark.slow
 def test_the_cli_into_object_storage_leaves_the_secret_key_nowhere(
     live_sandbox: RunningSandbox, object_store: Store, tmp_path: Path
 ) -> None:

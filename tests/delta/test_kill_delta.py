@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reliability.kills import run_campaign
 
 
+@pytest.mark.slow
 def test_a_sync_into_delta_killed_in_load_reconcile_and_models_recovers(tmp_path: Path) -> None:
     stages = ("load", "reconcile", "models")
     campaign = run_campaign(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.wheel import UV, build_wheel
+from tests.sync.harness import Harness
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHONS = ("3.12", "3.13")
@@ -206,3 +208,57 @@ def test_uv_tool_install_gives_a_working_command(built: tuple[Path, Path], tmp_p
     elsewhere.mkdir()
     listed = _run(exe, ["models", "--list"], elsewhere, env)
     assert "marts.status_summary" in listed
+
+
+@pytest.mark.slow
+def test_pipx_install_gives_a_working_command(
+    built: tuple[Path, Path], tmp_path: Path, harness: Harness
+) -> None:
+    """pipx (pip underneath, in an environment of its own) installs the base wheel; the
+    command syncs the suite's sandbox into DuckDB from a folder of its own."""
+    wheel, constraints = built
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SOURCES__", "DESTINATION__", "PUSH__", "DLT_", "PIP_", "PIPX_"))
+    }
+    env |= {
+        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_BIN_DIR": str(tmp_path / "bin"),
+        "PIPX_MAN_DIR": str(tmp_path / "man"),
+    }
+    subprocess.run(
+        [
+            str(Path(sys.executable).with_name("pipx")),
+            "install",
+            "--quiet",
+            "--python",
+            sys.executable,
+            "--pip-args",
+            f"--constraint {constraints}",
+            str(wheel),
+        ],
+        env=env,
+        check=True,
+        timeout=900,
+    )
+    exe = tmp_path / "bin" / "feedback-sync"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert _run(exe, ["--version"], elsewhere, env).strip() == f"feedback-sync {_version()}"
+    env |= {
+        "SOURCES__FEEDBACK__BASE_URL": harness.server.base_url,
+        "SOURCES__FEEDBACK__API_KEY": harness.server.api_key,
+    }
+    said = _run(exe, ["sync"], elsewhere, env)
+    assert "models: built" in said, said
+    followers = len(harness.dump()["followers"])
+    status = _run(exe, ["status"], elsewhere, env)
+    assert re.search(rf"^  followers +{followers:,}$", status, re.MULTILINE), status
+
+
+def _version() -> str:
+    import tomllib
+
+    version: str = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    return version

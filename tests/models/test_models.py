@@ -78,6 +78,7 @@ def _same(expected: Any, actual: Any) -> bool:
 
 
 @pytest.mark.parametrize("delete_mode", ["hard", "soft"])
+@pytest.mark.slow
 def test_every_mart_equals_the_truth_computed_in_python(harness: Harness, delete_mode: str) -> None:
     harness.sync(delete_mode=delete_mode)
     harness.mutate(seed=3, fraction=0.2)  # deletes, renames, new rows: not just the seed
@@ -218,6 +219,7 @@ def test_tables_never_loaded_read_as_empty_and_soft_deletes_are_hidden(harness: 
         con.close()
 
 
+@pytest.mark.slow
 def test_soft_deleted_rows_stay_out_of_the_models(harness: Harness) -> None:
     harness.sync(delete_mode="soft")
     harness.mutate(seed=4, counts={"followers": {"delete": 3}, "comments": {"delete": 4}})
@@ -237,6 +239,7 @@ def test_soft_deleted_rows_stay_out_of_the_models(harness: Harness) -> None:
         con.close()
 
 
+@pytest.mark.slow
 def test_parquet_models_match_the_duckdb_ones(harness: Harness) -> None:
     harness.sync()
     result = harness.sync(destination="parquet")
@@ -348,6 +351,7 @@ def test_the_declared_sources_agree_with_the_loaders_declarations() -> None:
         assert {c: sql_kinds[t] for c, t in columns.items()} == DECLARED[table], table
 
 
+@pytest.mark.slow
 def test_a_sync_reuses_the_models_only_while_nothing_they_read_changed(harness: Harness) -> None:
     """A sync whose load changed nothing the models read skips their build (and says so);
     a change at the server, a model dropped since, or a changed row in the warehouse

@@ -68,6 +68,7 @@ def project(harness: Harness, tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_sync_models_and_push_read_the_users_folder(harness: Harness, project: Path) -> None:
     synced = _feedback_sync(project, "sync", "--sql-dir", "my-sql")
     assert synced.returncode == 0, synced.stderr

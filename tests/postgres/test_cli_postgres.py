@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.support.postgres import Server
@@ -29,6 +30,7 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_sync_models_and_status_into_postgres_leave_the_password_nowhere(
     live_sandbox: RunningSandbox,
     postgres_server: Server,

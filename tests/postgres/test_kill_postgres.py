@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reliability.kills import run_campaign
 
 
+@pytest.mark.slow
 def test_a_sync_into_postgres_killed_in_load_reconcile_and_models_recovers(
     tmp_path: Path, postgres_dsn: str
 ) -> None:

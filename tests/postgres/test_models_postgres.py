@@ -62,6 +62,7 @@ def both(harness: Harness, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch) -
     return harness
 
 
+@pytest.mark.slow
 def test_every_model_holds_the_same_rows_on_duckdb_and_postgres(both: Harness) -> None:
     duck = duckdb.connect(str(both.target("duckdb").duckdb_file()), read_only=True)
     pg = PostgresReader(_dsn())
@@ -102,6 +103,7 @@ def _dsn() -> str:
     return os.environ["DESTINATION__POSTGRES__CREDENTIALS"]
 
 
+@pytest.mark.slow
 def test_a_failing_model_on_postgres_names_itself_and_keeps_the_previous_build(
     both: Harness, tmp_path: Path
 ) -> None:

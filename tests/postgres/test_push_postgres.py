@@ -83,6 +83,7 @@ def _page(path: Path) -> str:
     return re.sub(r"<footer>.*</footer>", "", path.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_push_and_dashboard_on_postgres_equal_duckdb_and_journal_there(
     pg: Harness, tmp_path: Path
 ) -> None:

@@ -26,6 +26,7 @@ def _unexpected(warnings: list[str]) -> list[str]:
     return [w for w in warnings if "ArrowToInsertValuesWriter" not in w]
 
 
+@pytest.mark.slow
 def test_full_normal_and_full_again_equal_the_server(pg: Harness) -> None:
     first = pg.sync(full=True, models=False)
     pg.assert_equals_truth()
@@ -47,6 +48,7 @@ def test_full_normal_and_full_again_equal_the_server(pg: Harness) -> None:
     assert not _unexpected(pg.dlt_warnings), pg.dlt_warnings
 
 
+@pytest.mark.slow
 def test_soft_deletes_mark_rows_in_postgres(pg: Harness) -> None:
     pg.sync(full=True, delete_mode="soft", models=False)
     changes = pg.mutate(seed=9, counts={"followers": {"delete": 2}, "comments": {"delete": 2}})
@@ -95,6 +97,7 @@ def test_empty_text_null_and_awkward_characters_land_as_sent(pg: Harness) -> Non
     assert avatars == {None}
 
 
+@pytest.mark.slow
 def test_a_first_sync_appends_and_keeps_one_row_per_key_in_postgres(pg: Harness) -> None:
     """The first load appends to tables PostgreSQL does not have yet (no staging merge);
     items the pages repeat (``page_overlap``) keep one row per key (``ctid``); the next

@@ -15,6 +15,7 @@ from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import Harness
 
 
+@pytest.mark.slow
 def test_cli_preview_apply_and_exit_codes(
     harness: Harness,
     tmp_path: Path,

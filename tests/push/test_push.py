@@ -34,6 +34,7 @@ def _follower(dump: dict[str, Any], email: str) -> dict[str, Any]:
     return found[0]
 
 
+@pytest.mark.slow
 def test_round_trip_preview_apply_sync(harness: Harness, synced: Path) -> None:
     dump = harness.dump()
     rows = accounts(dump)
@@ -83,6 +84,7 @@ def test_round_trip_preview_apply_sync(harness: Harness, synced: Path) -> None:
         assert runs == [(False, "preview"), (True, "ok")]
 
 
+@pytest.mark.slow
 def test_second_run_sends_zero_writes(harness: Harness, synced: Path) -> None:
     write_csv(synced / "accounts.csv", accounts(harness.dump()))
     assert push(harness, synced, apply=True).exit_code() == 0
@@ -100,6 +102,7 @@ def test_second_run_sends_zero_writes(harness: Harness, synced: Path) -> None:
     assert fresh.counts(fresh.plans[0]) == Counter(unchanged=5)
 
 
+@pytest.mark.slow
 def test_mapping_change_touches_only_changed_rows(harness: Harness, synced: Path) -> None:
     rows = accounts(harness.dump())
     write_csv(synced / "accounts.csv", rows)
@@ -118,6 +121,7 @@ def test_mapping_change_touches_only_changed_rows(harness: Harness, synced: Path
     assert tiers[rows[1]["email"].lower()] == "gold" and tiers[NEW] == "gold"
 
 
+@pytest.mark.slow
 def test_custom_attributes_disabled_is_learned_once(harness: Harness, synced: Path) -> None:
     write_csv(synced / "accounts.csv", accounts(harness.dump()))
     harness.switches(custom_attributes=False)
@@ -138,6 +142,7 @@ def test_custom_attributes_disabled_is_learned_once(harness: Harness, synced: Pa
         assert rejected is not None and rejected[0] >= 4
 
 
+@pytest.mark.slow
 def test_429_storm_lands_everything_once(harness: Harness, synced: Path) -> None:
     write_csv(synced / "accounts.csv", accounts(harness.dump()))
     harness.switches(
@@ -156,6 +161,7 @@ def test_429_storm_lands_everything_once(harness: Harness, synced: Path) -> None
 
 
 @pytest.mark.parametrize("fault", ["drop", "500", "truncate"])
+@pytest.mark.slow
 def test_create_with_unknown_outcome_is_looked_up_not_duplicated(
     harness: Harness, synced: Path, fault: str
 ) -> None:
@@ -384,6 +390,7 @@ def test_deletes_only_when_opted_in_and_only_what_it_pushed(
     assert writes(harness) == [], "a deleted key is not deleted again"
 
 
+@pytest.mark.slow
 def test_a_note_whose_author_failed_is_held_then_lands_next_run(
     harness: Harness, synced: Path
 ) -> None:
@@ -439,6 +446,7 @@ def test_modes_insert_and_update(harness: Harness, synced: Path, tmp_path: Path,
         assert sum(sent.values()) == 3
 
 
+@pytest.mark.slow
 def test_an_update_that_timed_out_is_not_sent_twice(harness: Harness, synced: Path) -> None:
     """The server applies a stalled update after the client gave up on it: resending it
     would apply it twice. The run reports it; the next run reads it back and sends nothing."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reliability.concurrent import run_overlaps
 
 # two syncs, a push during a sync, a push that waits (./run reliability adds a sync during
@@ -11,6 +13,7 @@ from reliability.concurrent import run_overlaps
 SLICE = (("sync", "sync", False), ("sync", "push", False), ("sync", "push", True))
 
 
+@pytest.mark.slow
 def test_a_second_run_fails_clearly_or_waits_and_nothing_is_corrupted(tmp_path: Path) -> None:
     results = run_overlaps(tmp_path, overlaps=SLICE)
     assert [(o.first, o.second, o.waits) for o in results] == list(SLICE)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reliability.matrix import RATE_LIMIT, exhausted_cell, push_cell, rate_limit_cell, sync_cells
 
 MIXED = "429_bare+502+stall+drop+truncate"
 
 
+@pytest.mark.slow
 def test_sync_and_push_under_mixed_faults_end_equal_and_apply_nothing_twice(
     tmp_path: Path,
 ) -> None:
@@ -25,6 +28,7 @@ def test_sync_and_push_under_mixed_faults_end_equal_and_apply_nothing_twice(
     assert push.writes >= 20 and push.writes_twice == 0 and push.writes_lost == 0
 
 
+@pytest.mark.slow
 def test_a_rate_limited_server_is_never_asked_faster_than_its_limit(tmp_path: Path) -> None:
     cell, busiest = rate_limit_cell(5, tmp_path)
     assert cell.outcome == "equal", cell
@@ -32,6 +36,7 @@ def test_a_rate_limited_server_is_never_asked_faster_than_its_limit(tmp_path: Pa
     assert busiest <= RATE_LIMIT
 
 
+@pytest.mark.slow
 def test_retries_that_run_out_fail_in_one_line_and_change_nothing(tmp_path: Path) -> None:
     cell = exhausted_cell("502", 3, tmp_path)
     assert cell.outcome == "failed cleanly", cell

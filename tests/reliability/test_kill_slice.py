@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reliability.kills import STAGES, run_campaign
 
 
+@pytest.mark.slow
 def test_a_run_killed_in_each_stage_is_recovered_by_the_next(tmp_path: Path) -> None:
     """SIGKILL in extract, normalize, load, reconcile, models and push, one each (the
     whole campaign: ./run reliability); the same command again recovers every time."""

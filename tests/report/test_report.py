@@ -19,6 +19,7 @@ from tests.sync.harness import Harness
 CHARTS = ("demand", "cadence", "activity", "funnel", "coverage")
 
 
+@pytest.mark.slow
 def test_the_dashboard_draws_in_headless_chromium(harness: Harness, tmp_path: Path) -> None:
     harness.sync()
     out = tmp_path / "out" / "report.html"

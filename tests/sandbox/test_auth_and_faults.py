@@ -193,6 +193,7 @@ async def test_stall_times_out_the_client(sandbox_app: SandboxApp) -> None:
         assert (await c.get("/statuses")).status_code == 200
 
 
+@pytest.mark.slow
 def test_faults_over_a_real_socket(live_sandbox: RunningSandbox) -> None:
     app = live_sandbox.app
     set_switches(app, faults={"stall_seconds": 3})

@@ -20,6 +20,7 @@ def _data(body: dict[str, Any]) -> list[Any]:
     return data if isinstance(data, list) else []
 
 
+@pytest.mark.slow
 def test_misshapen_and_unkeyed_items_land_as_variants_or_whole_in_rejected_rows(
     harness: Harness,
 ) -> None:
@@ -137,6 +138,7 @@ def test_misshapen_and_unkeyed_items_land_as_variants_or_whole_in_rejected_rows(
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_repeated_items_and_a_wrong_total_change_nothing(harness: Harness) -> None:
     """Every cursor list's pages start with the previous page's last two items (a list that
     moved under its reader), and ``pagination.total`` is off, up, then down."""
@@ -161,6 +163,7 @@ def _staged_tables(harness: Harness) -> int:
     return int(rows[0][0])
 
 
+@pytest.mark.slow
 def test_a_first_load_killed_before_its_repeats_were_dropped_is_finished_next_run(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,6 +194,7 @@ def _keys_twice(harness: Harness, table: str) -> int:
     return int(rows[0][0])
 
 
+@pytest.mark.slow
 def test_a_first_run_dead_before_its_load_has_its_package_loaded_without_repeats(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:

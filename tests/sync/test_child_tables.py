@@ -19,6 +19,7 @@ def _children(harness: Harness, table: str, key: str, parent: str, destination: 
 
 
 @pytest.mark.parametrize("destination", ["duckdb", "parquet"])
+@pytest.mark.slow
 def test_a_list_that_shrank_loses_its_old_child_rows(harness: Harness, destination: str) -> None:
     harness.sync(destination=destination)
     truth = harness.dump()
@@ -98,6 +99,7 @@ def test_a_new_list_field_becomes_a_child_table(harness: Harness) -> None:
     assert keys == (2 * statuses,)
 
 
+@pytest.mark.slow
 def test_a_parent_table_dropped_by_hand_still_has_its_old_child_rows_replaced(
     harness: Harness,
 ) -> None:

@@ -42,6 +42,7 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_sync_then_status(live_sandbox: RunningSandbox, tmp_path: Path) -> None:
     env = _env(live_sandbox, tmp_path)
     done = _cli(["sync", "--progress-every", "0.05"], env, tmp_path)
@@ -103,6 +104,7 @@ def test_bad_settings_fail_at_start_naming_the_setting(
     assert not (tmp_path / "warehouse.duckdb").exists()  # nothing written
 
 
+@pytest.mark.slow
 def test_settings_from_config_toml(live_sandbox: RunningSandbox, tmp_path: Path) -> None:
     (tmp_path / ".dlt").mkdir()
     (tmp_path / ".dlt" / "config.toml").write_text(
@@ -123,6 +125,7 @@ def test_settings_from_config_toml(live_sandbox: RunningSandbox, tmp_path: Path)
     assert all("limit=9" in r.query for r in links)
 
 
+@pytest.mark.slow
 def test_unknown_resource_and_bad_destination_are_usage_errors(
     live_sandbox: RunningSandbox, tmp_path: Path
 ) -> None:
@@ -185,6 +188,7 @@ def test_settings_repr_hides_the_key() -> None:
 
 
 @pytest.mark.parametrize("auth_method", ["query", "bearer", "basic"])
+@pytest.mark.slow
 def test_the_key_is_nowhere_a_run_leaves_anything(
     harness: Harness, caplog: pytest.LogCaptureFixture, tmp_path: Path, auth_method: str
 ) -> None:
@@ -224,6 +228,7 @@ def test_the_key_is_nowhere_a_run_leaves_anything(
             assert hits == (0,), f"{schema}.{table}.{column}"
 
 
+@pytest.mark.slow
 def test_a_second_writer_on_the_duckdb_file_fails_clearly(
     live_sandbox: RunningSandbox, tmp_path: Path
 ) -> None:
@@ -261,6 +266,7 @@ def test_an_unknown_destination_is_a_usage_error(
     assert "--destination" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_refused_connection_fails_fast_with_one_line(tmp_path: Path) -> None:
     import socket
 
@@ -281,6 +287,7 @@ def test_a_refused_connection_fails_fast_with_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "warehouse.duckdb").exists() or _no_data(tmp_path)
 
 
+@pytest.mark.slow
 def test_an_unknown_host_fails_fast_with_one_line(tmp_path: Path) -> None:
     # .invalid never resolves (RFC 6761): a resolver answers at once, with or without network
     base = "https://feedback-api.nosuch.invalid/v1"
@@ -295,6 +302,7 @@ def test_an_unknown_host_fails_fast_with_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "warehouse.duckdb").exists() or _no_data(tmp_path)
 
 
+@pytest.mark.slow
 def test_an_address_that_is_not_the_api_fails_fast_with_one_line(tmp_path: Path) -> None:
     """A web server that answers every path with its HTML home page, 200."""
     import http.server

@@ -106,6 +106,7 @@ def test_the_source_keeps_its_section(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("destination", ["duckdb", "parquet"])
+@pytest.mark.slow
 def test_status_reads_the_warehouse_without_dlt(harness: Harness, destination: str) -> None:
     """``status`` on DuckDB and Parquet reads dlt's tables with DuckDB alone, and says what
     dlt itself reads from them: the same report, line for line."""
@@ -126,6 +127,7 @@ def test_status_reads_the_warehouse_without_dlt(harness: Harness, destination: s
     assert "duckdb" in result["heavy"] and "dlt" not in result["heavy"], result
 
 
+@pytest.mark.slow
 def test_status_asks_dlt_where_its_settings_name_the_file(harness: Harness) -> None:
     """A DuckDB file named only in ``.dlt/config.toml`` is dlt's to resolve: ``status``
     imports dlt and reports that file, not the default one."""
@@ -306,6 +308,7 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
         assert seen["httpx_cli"] == ["click", "pygments", "rich"]  # as httpx imports it
 
 
+@pytest.mark.slow
 def test_a_load_into_a_duckdb_file_shows_its_credentials_without_sqlalchemy(
     tmp_path: Path,
 ) -> None:

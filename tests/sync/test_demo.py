@@ -9,6 +9,7 @@ import pytest
 from feedback_sync.app.cli import main
 
 
+@pytest.mark.slow
 def test_demo_runs_a_full_then_a_normal_sync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

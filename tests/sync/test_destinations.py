@@ -66,6 +66,7 @@ def test_only_the_chosen_destination_module_is_imported() -> None:
     assert not {f"feedback_sync.warehouse.{name}" for name in others} & loaded
 
 
+@pytest.mark.slow
 def test_the_dlt_settings_a_target_makes_are_its_pipelines_own(tmp_path: Path) -> None:
     """A target's pipeline sets dlt's load-id, abort and cleanup settings under its own
     name: another dlt pipeline in the same process keeps dlt's defaults."""

@@ -28,6 +28,7 @@ def _namespace() -> list[str]:
     return [unshare, "--user", "--map-root-user", "--mount", "--propagation", "private"]
 
 
+@pytest.mark.slow
 def test_a_full_parquet_folder_fails_with_one_line_and_changes_nothing(
     live_sandbox: RunningSandbox, harness: Harness, tmp_path: Path
 ) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 from feedback_sync.warehouse.parquet_files import write_parquet
 from feedback_sync.warehouse.target import DUCKDB_MEMORY_LIMIT
 
 
+@pytest.mark.slow
 def test_wide_rows_export_within_the_default_memory_limit(tmp_path: Path) -> None:
     # ~380 MB of wide rows (like comments with their HTML and Markdown): with DuckDB's default
     # row groups of 122,880 rows this runs out of memory at the 256MB limit

@@ -75,6 +75,7 @@ def test_first_run_without_full_reads_everything(harness: Harness) -> None:
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_normal_run_fetches_only_what_changed_then_full_equals_truth(harness: Harness) -> None:
     harness.sync(full=True)
     before = harness.dump()
@@ -154,6 +155,7 @@ def test_normal_run_fetches_only_what_changed_then_full_equals_truth(harness: Ha
     assert full.rows_removed["comments"] >= 3
 
 
+@pytest.mark.slow
 def test_nothing_changed_means_a_cheap_run(harness: Harness) -> None:
     harness.sync(full=True)
     harness.mark_requests()
@@ -182,6 +184,7 @@ def test_resources_option_limits_what_is_read_and_loaded(harness: Harness) -> No
     harness.assert_equals_truth(tables=["topics", "statuses"])
 
 
+@pytest.mark.slow
 def test_a_full_run_that_adds_tables_still_removes_what_is_gone_from_the_others(
     harness: Harness,
 ) -> None:
@@ -209,6 +212,7 @@ def test_comments_alone_still_reads_ideas_but_does_not_load_them(harness: Harnes
     harness.assert_equals_truth(tables=["comments", "comments__attachments"])
 
 
+@pytest.mark.slow
 def test_soft_deletes_keep_rows_with_deleted_at(harness: Harness) -> None:
     harness.sync(full=True, delete_mode="soft")
     changes = harness.mutate(seed=9, counts={"followers": {"delete": 2}, "comments": {"delete": 2}})
@@ -238,6 +242,7 @@ def test_every_auth_method(harness: Harness, method: str) -> None:
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_a_first_run_reads_every_ideas_links_even_as_types_turn_up(harness: Harness) -> None:
     # pages of one idea: many parallel per-idea calls; the first ones save the types they saw,
     # which must not switch the later calls of the same run to reading by type
@@ -249,6 +254,7 @@ def test_a_first_run_reads_every_ideas_links_even_as_types_turn_up(harness: Harn
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_new_comments_on_an_idea_cost_one_request(harness: Harness) -> None:
     # the per-idea state keeps how many comments lay before the saved cursor, so a resumed
     # walk whose short page brings the count to the total needs no empty confirming page
@@ -263,6 +269,7 @@ def test_new_comments_on_an_idea_cost_one_request(harness: Harness) -> None:
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_a_machine_whose_state_is_behind_resumes_from_the_destinations(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -303,6 +310,7 @@ def test_a_machine_whose_state_is_behind_resumes_from_the_destinations(
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_a_warehouse_file_deleted_under_a_kept_working_folder_is_filled_again(
     harness: Harness,
 ) -> None:

@@ -57,6 +57,7 @@ def _idea_state(harness: Harness, resource: str) -> dict[str, Any]:
     return ideas
 
 
+@pytest.mark.slow
 def test_state_holds_one_string_per_idea_and_old_lists_still_resume(harness: Harness) -> None:
     harness.sync(full=True)
     comments = _idea_state(harness, "comments")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import duckdb
+import pytest
 
 from tests.sync.harness import COLUMNS, Harness, diff
 
@@ -25,6 +26,7 @@ def _same_as_duckdb(harness: Harness) -> None:
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_parquet_matches_duckdb_after_full_and_normal_runs(harness: Harness) -> None:
     for destination in ("duckdb", "parquet"):
         harness.sync(full=True, destination=destination)
@@ -59,6 +61,7 @@ def test_parquet_files_are_plain_and_complete(harness: Harness) -> None:
     assert n == distinct == result.table_rows["followers"]
 
 
+@pytest.mark.slow
 def test_normal_parquet_run_rewrites_only_touched_tables(harness: Harness) -> None:
     harness.sync(full=True, destination="parquet")
     folder = harness.tmp / "parquet"

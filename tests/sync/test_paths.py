@@ -22,6 +22,7 @@ def _loads(folder: Path) -> int:
 
 
 @pytest.mark.parametrize("destination", ["duckdb", "parquet"])
+@pytest.mark.slow
 def test_a_copied_project_folder_loads_into_its_own_warehouse(
     harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, destination: str
 ) -> None:

@@ -48,6 +48,7 @@ def _sync(
 
 
 @pytest.mark.parametrize("how", ["current folder", "DLT_PROJECT_DIR", "--project-dir"])
+@pytest.mark.slow
 def test_settings_are_found_three_ways(harness: Harness, tmp_path: Path, how: str) -> None:
     project = _project(harness, tmp_path / "project")
     elsewhere = tmp_path / "elsewhere"

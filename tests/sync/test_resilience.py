@@ -23,6 +23,7 @@ def _crash(pipeline: Any) -> None:
     raise Crash("killed between extract and load")
 
 
+@pytest.mark.slow
 def test_a_run_that_dies_after_extract_is_finished_by_the_next(harness: Harness) -> None:
     with pytest.raises(Crash):
         harness.sync(full=True, after_extract=_crash)
@@ -42,6 +43,7 @@ def test_a_run_that_dies_after_extract_is_finished_by_the_next(harness: Harness)
     }
 
 
+@pytest.mark.slow
 def test_a_run_that_fails_mid_extract_commits_nothing_and_the_rerun_is_exact(
     harness: Harness,
 ) -> None:
@@ -90,6 +92,7 @@ def test_an_idea_that_vanished_is_skipped_with_a_warning(
     assert landed == {c["idx"] for c in expected}
 
 
+@pytest.mark.slow
 def test_a_rejected_saved_cursor_restarts_that_list(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -151,6 +154,7 @@ def test_a_crash_between_load_and_reconcile_is_finished_by_the_next_run(
     harness.assert_equals_truth(tables=["followers", "followers__companies"])
 
 
+@pytest.mark.slow
 def test_parquet_files_catch_up_after_a_crash_between_load_and_export(harness: Harness) -> None:
     harness.sync(destination="parquet")
     harness.mutate(seed=14, counts={"followers": {"create": 4}})
@@ -189,6 +193,7 @@ def test_a_published_post_dated_in_the_future_does_not_move_the_window(
     assert saved["published_high_water"] <= datetime.now(UTC).isoformat()
 
 
+@pytest.mark.slow
 def test_old_state_versions_are_pruned(harness: Harness) -> None:
     for _ in range(12):
         harness.sync(resources=["topics"])

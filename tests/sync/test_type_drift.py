@@ -166,6 +166,7 @@ def test_drifting_values_land_exactly_as_sent_run_after_run(
         harness.close()
 
 
+@pytest.mark.slow
 def test_the_sandbox_drift_lands_exactly_and_the_views_read_it_as_one_value(
     harness: Harness,
 ) -> None:
@@ -247,6 +248,7 @@ def _seats(harness: Harness) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
+@pytest.mark.slow
 def test_a_warehouse_with_a_bigint_spend_gets_exact_values_from_the_next_full(
     harness: Harness,
 ) -> None:
@@ -335,6 +337,7 @@ def _committed_loads(harness: Harness) -> set[str]:
 FOLLOWER_TABLES = ["followers", "followers__companies", "followers__attributes"]
 
 
+@pytest.mark.slow
 def test_a_load_that_fails_for_good_is_aborted_and_the_next_run_reads_its_rows_again(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -381,6 +384,7 @@ def _rows_of_uncommitted_loads(harness: Harness) -> dict[str, int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_package_that_fails_for_good_leaves_no_table_merged(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -402,6 +406,7 @@ def test_a_package_that_fails_for_good_leaves_no_table_merged(
     harness.assert_equals_truth(tables=[*FOLLOWER_TABLES, "comments"])
 
 
+@pytest.mark.slow
 def test_a_first_load_that_fails_for_good_leaves_no_rows_in_the_tables_it_appended_to(
     harness: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -421,6 +426,7 @@ def test_a_first_load_that_fails_for_good_leaves_no_rows_in_the_tables_it_append
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_a_first_package_left_pending_then_refused_leaves_no_rows_behind(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -446,6 +452,7 @@ def test_a_first_package_left_pending_then_refused_leaves_no_rows_behind(
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_a_package_an_earlier_version_left_pending_is_given_up_and_read_again(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -469,6 +476,7 @@ def test_a_package_an_earlier_version_left_pending_is_given_up_and_read_again(
     harness.assert_equals_truth(tables=FOLLOWER_TABLES)
 
 
+@pytest.mark.slow
 def test_a_column_the_warehouse_cannot_take_fails_naming_table_and_column(
     harness: Harness,
 ) -> None:

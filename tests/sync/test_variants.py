@@ -40,23 +40,27 @@ def _round_trip(harness: Harness, whole_seconds: bool = False, **settings: Any) 
 
 
 @pytest.mark.parametrize("variant", ["null", "repeat"])
+@pytest.mark.slow
 def test_last_page_after_variants(harness: Harness, variant: str) -> None:
     harness.switches(last_page_after=variant)
     _round_trip(harness)
 
 
+@pytest.mark.slow
 def test_announcements_newest_first(harness: Harness) -> None:
     harness.switches(announcement_order="newest_first")
     _round_trip(harness)
 
 
 @pytest.mark.parametrize("mode", ["iso", "plain", "mixed"])
+@pytest.mark.slow
 def test_timestamp_formats(harness: Harness, mode: str) -> None:
     harness.switches(timestamp_format=mode)
     # the plain format carries whole seconds: links' microseconds are not served in it
     _round_trip(harness, whole_seconds=mode != "iso")
 
 
+@pytest.mark.slow
 def test_timestamp_format_changing_between_runs(harness: Harness) -> None:
     harness.sync(full=True)
     harness.switches(timestamp_format="iso")
@@ -67,6 +71,7 @@ def test_timestamp_format_changing_between_runs(harness: Harness) -> None:
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_without_ideas_endpoint(harness: Harness) -> None:
     harness.switches(ideas_endpoint=False)
     dump = harness.dump()
@@ -96,6 +101,7 @@ def test_without_ideas_endpoint(harness: Harness) -> None:
     assert "ideas" not in result.complete
 
 
+@pytest.mark.slow
 def test_without_ideas_endpoint_ideas_seen_before_are_still_polled(harness: Harness) -> None:
     harness.sync(full=True)
     harness.switches(ideas_endpoint=False)
@@ -121,6 +127,7 @@ def test_custom_attributes_disabled(harness: Harness) -> None:
     assert "followers__attributes" not in existing
 
 
+@pytest.mark.slow
 def test_integration_links_by_type(harness: Harness) -> None:
     dump = harness.dump()
     types = sorted({link["type"] for link in dump["integration_links"]})
@@ -141,6 +148,7 @@ def test_integration_links_by_type(harness: Harness) -> None:
     assert set(changes["integration_links"]["created"]) <= landed
 
 
+@pytest.mark.slow
 def test_rate_limited_server(harness: Harness) -> None:
     harness.switches(rate_limit_per_second=40)
     result = harness.sync(full=True)
@@ -148,6 +156,7 @@ def test_rate_limited_server(harness: Harness) -> None:
     assert result.requests >= len(harness.requests())  # every answer, 429s included, counted
 
 
+@pytest.mark.slow
 def test_faults_at_five_percent_end_equal_to_truth(harness: Harness) -> None:
     harness.switches(
         faults={

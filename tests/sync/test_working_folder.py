@@ -33,6 +33,7 @@ def _committed_loads(harness: Harness) -> list[str]:
     return [str(load_id) for (load_id,) in rows]
 
 
+@pytest.mark.slow
 def test_only_the_newest_packages_stay_and_without_their_data_files(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -49,6 +50,7 @@ def test_only_the_newest_packages_stay_and_without_their_data_files(
     assert _committed_loads(harness) == load_ids
 
 
+@pytest.mark.slow
 def test_a_users_own_settings_keep_packages_and_files(
     live_sandbox: RunningSandbox, tmp_path: Path
 ) -> None:
