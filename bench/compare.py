@@ -81,6 +81,7 @@ def main(argv: list[str]) -> int:
         prog="./run bench compare",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("other", help="another checkout (or its feedback-sync executable)")
     parser.add_argument("--scale", default="small", help="data scale (default small)")

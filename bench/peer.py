@@ -92,7 +92,7 @@ def config(base_url: str, api_key: str, page_size: int = 100) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.peer")
+    parser = argparse.ArgumentParser(prog="python -m bench.peer", allow_abbrev=False)
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--api-key", required=True)
     parser.add_argument("--db", required=True, help="the DuckDB file to load into")

@@ -23,7 +23,7 @@ import httpx
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.raw_fetch")
+    parser = argparse.ArgumentParser(prog="python -m bench.raw_fetch", allow_abbrev=False)
     parser.add_argument("--root", required=True, help="the server root (before /v1)")
     parser.add_argument("--api-key", required=True)
     parser.add_argument("--urls", required=True, help="a file of paths with query, one a line")

@@ -100,7 +100,9 @@ def _wrk(
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="./run bench sandbox", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="./run bench sandbox", description=__doc__, allow_abbrev=False
+    )
     parser.add_argument("--scales", default="demo,large")
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=8)

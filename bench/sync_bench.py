@@ -567,6 +567,7 @@ def main(argv: list[str]) -> int:
         prog="./run bench sync",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument(
         "--scales",

@@ -95,7 +95,7 @@ def _sync(name: str, args: list[str], env: dict[str, str], cwd: Path, folder: Pa
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="./run bench warehouses")
+    parser = argparse.ArgumentParser(prog="./run bench warehouses", allow_abbrev=False)
     parser.add_argument("--scale", default="large")
     parser.add_argument("--output", default=str(RESULTS))
     parser.add_argument("--workdir", help="keep the runs' files here (default: a temporary folder)")

@@ -44,7 +44,9 @@ def _csv(text: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="./run reliability", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="./run reliability", description=__doc__, allow_abbrev=False
+    )
     parser.add_argument("--kinds", default=",".join(KINDS), help="fault kinds (default: all)")
     parser.add_argument("--rates", default=",".join(f"{r:g}" for r in RATES))
     parser.add_argument("--seed", type=int, default=7, help="sandbox data and fault draws")

@@ -172,6 +172,49 @@ def test_plain_http_to_another_machine_is_refused_unless_allowed(
     assert "unencrypted" in message and "SOURCES__FEEDBACK__ALLOW_INSECURE_HTTP" in message
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (
+            "https://feedback.example.com",
+            "must end with the API's version segment /v1, as in "
+            "https://feedback.example.com/v1; got 'https://feedback.example.com'",
+        ),
+        (
+            "https://feedback.example.com/api/",
+            "as in https://feedback.example.com/api/v1; got 'https://feedback.example.com/api'",
+        ),
+        (
+            "https://feedback.example.com/v2",
+            "names API version v2; feedback-sync speaks v1 (https://feedback.example.com/v1)",
+        ),
+    ],
+)
+def test_a_base_url_without_the_version_segment_is_refused(url: str, said: str) -> None:
+    """The spec's base address ends with /v1; without it every request would be a 404."""
+    with pytest.raises(ConfigError) as failure:
+        FeedbackSettings.validate(base_url=url, api_key="k")
+    assert str(failure.value).startswith("SOURCES__FEEDBACK__BASE_URL (base_url in ")
+    assert said in str(failure.value)
+
+
+def test_a_base_url_without_the_version_is_one_line_at_the_command(tmp_path: Path) -> None:
+    env = _env(
+        None,
+        tmp_path,
+        SOURCES__FEEDBACK__BASE_URL="http://127.0.0.1:9/api",
+        SOURCES__FEEDBACK__API_KEY="k",
+    )
+    done = _cli(["sync"], env, tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "feedback-sync sync: error: SOURCES__FEEDBACK__BASE_URL (base_url in "
+        "[sources.feedback]) must end with the API's version segment /v1, as in "
+        "http://127.0.0.1:9/api/v1; got 'http://127.0.0.1:9/api'"
+    ]
+    assert not list(tmp_path.rglob("*.lock")) and not (tmp_path / "data").exists()
+
+
 def test_allow_insecure_http_must_be_a_flag() -> None:
     with pytest.raises(ConfigError, match=r"ALLOW_INSECURE_HTTP.*true or false"):
         FeedbackSettings.validate(
@@ -258,12 +301,38 @@ def test_a_second_writer_on_the_duckdb_file_fails_clearly(
     assert "Traceback" not in done.stderr
 
 
-def test_an_unknown_destination_is_a_usage_error(
-    live_sandbox: RunningSandbox, tmp_path: Path
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (
+            "duckbd",
+            "--destination 'duckbd' is not a destination feedback-sync knows (did you "
+            "mean duckdb?); the names are duckdb, parquet, postgres, delta, athena, bigquery, ",
+        ),
+        (
+            "nosuch",
+            "--destination 'nosuch' is not a destination feedback-sync knows; the "
+            "names are duckdb, parquet, postgres, delta, ",
+        ),
+        (
+            "filesystem",
+            "--destination filesystem: dlt's filesystem destination is not a SQL "
+            "database, which feedback-sync needs to replace child rows and remove deletes (use "
+            "--destination parquet or delta for files)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["sync", "status", "push"])
+def test_an_unknown_destination_is_one_line_naming_the_valid_ones(
+    live_sandbox: RunningSandbox, tmp_path: Path, command: str, name: str, said: str
 ) -> None:
-    done = _cli(["sync", "--destination", "nosuch"], _env(live_sandbox, tmp_path), tmp_path)
+    done = _cli([command, "--destination", name], _env(live_sandbox, tmp_path), tmp_path)
     assert done.returncode == 2, done.stderr
-    assert "--destination" in done.stderr and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"feedback-sync {command}: error: {said}"), lines
+    # refused before anything: no lock file, no working folder, no warehouse
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow

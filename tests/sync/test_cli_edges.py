@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import subprocess
 import sys
 import tomllib
@@ -9,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from feedback_sync.app import cli
+
+from tests.sync.harness import Harness
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,3 +72,67 @@ def test_the_command_waits_for_threads_then_exits_without_a_teardown(tmp_path: P
     assert (tmp_path / "thread-done").read_text() == "yes"
     assert "torn down" not in done.stdout
     assert "no sync has been committed here yet" in done.stdout
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _all_parsers(sub)
+    return found
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["push", "--a"], ["push", "--f"], ["push", "--app"], ["sync", "--ful"], ["sync", "--no-m"]],
+)
+def test_an_abbreviated_option_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A prefix of a safety switch (--apply, --force, --full) must not switch it on."""
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"unrecognized arguments: {argv[1]}" in err, err
+
+
+def test_no_parser_matches_prefixes(capsys: pytest.CaptureFixture[str]) -> None:
+    from feedback_sync.flows import alarm
+
+    parsers = _all_parsers(cli.build_parser())
+    assert len(parsers) >= 8  # the command and each subcommand
+    assert all(p.allow_abbrev is False for p in parsers)
+    with pytest.raises(SystemExit) as exited:
+        alarm.main(["--wit", "30"])  # the freshness alarm's own command
+    assert exited.value.code == 2
+    assert "unrecognized arguments: --wit" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["sync", "--full"], ["push"], ["status"]])
+def test_python_dash_m_exits_without_stray_output(
+    harness: Harness, tmp_path: Path, command: list[str]
+) -> None:
+    """``python -m feedback_sync.app.cli`` (for profilers) exits through the normal
+    teardown: nothing after the command's own output, DuckDB's leak lines included."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DLT_"))},
+        "SOURCES__FEEDBACK__BASE_URL": harness.server.base_url,
+        "SOURCES__FEEDBACK__API_KEY": harness.server.api_key,
+    }
+    argv = [sys.executable, "-m", "feedback_sync.app.cli"]
+    if command[0] != "sync":  # push and status need something synced
+        setup = [*argv, "sync", "--pipelines-dir", "p"]
+        subprocess.run(setup, cwd=tmp_path, env=env, check=True, capture_output=True, timeout=300)
+    done = subprocess.run(
+        [*argv, *command, "--pipelines-dir", "p"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "nanobind" not in done.stderr and "leaked" not in done.stderr, done.stderr[-2000:]

@@ -304,14 +304,24 @@ def test_retry_after_http_date_is_understood() -> None:
     assert 115.0 <= slept <= 120.25
 
 
-def test_retry_after_in_the_past_means_no_wait_beyond_jitter() -> None:
-    when = email.utils.formatdate(time.time() - 3600, usegmt=True)
-    handler = sequence(json_response(429, {}, {"Retry-After": when}), json_response(200, OK_BODY))
+@pytest.mark.parametrize(
+    "value",
+    ["0", "0.0", "-5", email.utils.formatdate(time.time() - 3600, usegmt=True)],
+    ids=["zero", "zero-float", "negative", "a-date-in-the-past"],
+)
+def test_retry_after_zero_or_past_falls_back_to_the_exponential_backoff(value: str) -> None:
+    """ "Retry now" taken at its word would spend every retry within a second or two; the
+    retries spread out as without the header (dlt-hub/dlt#4036 was this bug)."""
+    handler = sequence(json_response(429, {"message": "slow down"}, {"Retry-After": value}))
     fake = FakeTime()
-    with make_client(handler, fake) as client:
+    with (
+        make_client(handler, fake, max_retries=5, rng=EdgeRng(high=True)) as client,
+        pytest.raises(RetriesExhausted),
+    ):
         client.get_json("ideas", {}, resource="ideas")
-    (slept,) = fake.sleeps
-    assert 0.0 <= slept <= 0.25
+    assert len(handler.seen) == 6
+    assert fake.sleeps == [BACKOFF_BASE_SECONDS * 2**n for n in range(5)]
+    assert sum(fake.sleeps) >= 15.0
 
 
 def test_garbled_retry_after_falls_back_to_backoff() -> None:

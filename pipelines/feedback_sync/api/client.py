@@ -6,8 +6,9 @@ classifies failures:
 
 - 429, 5xx, timeouts, dropped connections and bodies that are not a JSON object are retried
   with exponential backoff and "equal" jitter (a wait between half and all of
-  ``0.5 s * 2**(attempt-1)``, capped at 30 s), honouring ``Retry-After`` (a 429's pause holds
-  back every thread, not only the one that met it), up to ``max_retries`` retries;
+  ``0.5 s * 2**(attempt-1)``, capped at 30 s), honouring a positive ``Retry-After`` (a 429's
+  pause holds back every thread, not only the one that met it), up to ``max_retries``
+  retries;
 - a write that is not idempotent (a create) is retried only when the service cannot have
   acted on it: a 429 (refused before any work), or a connection that never opened. Any other
   failure (timeout, dropped connection, 5xx, unreadable answer) raises ``OutcomeUnknown``:
@@ -653,19 +654,24 @@ def _dumps(body: Mapping[str, Any]) -> bytes:
 
 
 def _retry_after(value: str | None) -> float | None:
-    """``Retry-After`` in seconds: delta-seconds or an HTTP date; None when absent or garbled."""
+    """``Retry-After`` in seconds: delta-seconds or an HTTP date. None (the client's own
+    exponential backoff) when absent, garbled, zero or in the past: "retry now" honoured
+    as such would spend every retry of a request within a second or two (dlt had that
+    bug, dlt-hub/dlt#4036)."""
     if not value:
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if not seconds > 0:  # also nan
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return seconds
 
 
 def _server_message(body: bytes, scrub: Callable[[str], str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ SECTION = "sources.feedback"
 AUTH_METHODS = ("bearer", "basic", "query")
 DELETE_MODES = ("hard", "soft")
 MAX_PAGE_SIZE = 100
+# the version of the API this product speaks: the last segment of every base URL
+API_VERSION = "/v1"
 
 
 def env_name(setting: str) -> str:
@@ -73,6 +76,20 @@ class FeedbackSettings:
             )
         if parts.query or parts.fragment:
             raise ConfigError(f"{describe('base_url')} must not carry a query or fragment")
+        # the spec: "{base_url}, the service base address, which ends with the version
+        # segment /v1"; a URL without it fails only at the first request, with a bare 404
+        version = parts.path.rsplit("/", 1)[-1]
+        if not re.fullmatch(r"v\d+", version):
+            raise ConfigError(
+                f"{describe('base_url')} must end with the API's version segment {API_VERSION}, "
+                f"as in {base_url}{API_VERSION}; got {base_url!r}"
+            )
+        if version != API_VERSION.strip("/"):
+            raise ConfigError(
+                f"{describe('base_url')} names API version {version}; feedback-sync speaks "
+                f"{API_VERSION.strip('/')} ({base_url.rsplit('/', 1)[0]}{API_VERSION}), got "
+                f"{base_url!r}"
+            )
         insecure_ok = _flag(raw.get("allow_insecure_http", False), "allow_insecure_http")
         if parts.scheme == "http" and not insecure_ok and not _is_loopback(parts.hostname):
             raise ConfigError(

@@ -545,8 +545,17 @@ def _posix() -> bool:
     return os.name == "posix"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse without prefix matching: ``push --a`` must not mean ``--apply``, nor
+    ``sync --ful`` ``--full``; an option is spelled out or refused."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="feedback-sync",
         description="Move a feedback service's data into a warehouse and back.",
     )
@@ -557,7 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the folder whose .dlt/ holds the settings (default: the current folder, or "
         "DLT_PROJECT_DIR); relative paths such as data/ stay relative to the current folder",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
     _sync_parser(sub)
     _status_parser(sub)
     _models_parser(sub)
@@ -584,6 +595,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         # where dlt (and dlt_settings_mention) look for .dlt/config.toml and secrets.toml
         os.environ["DLT_PROJECT_DIR"] = str(project.resolve())
+    if args.command != "sandbox":  # the reference server reads no settings file
+        from feedback_sync.app.settings_files import check_settings_files
+        from feedback_sync.errors import ConfigError
+
+        try:
+            check_settings_files()
+        except ConfigError as exc:
+            print(f"feedback-sync {args.command}: error: {exc}", file=sys.stderr)
+            return 2
     telemetry_off_unless_chosen()
     if not _posix():
         print(
@@ -641,6 +661,11 @@ def run() -> None:
 
 
 if __name__ == "__main__":
-    # the console script's process, without its quick exit (for profilers and coverage)
+    # the console script's process, without its quick exit (for profilers and coverage).
+    # What the imports made was frozen (``_heavy_imports``): the teardown's collection would
+    # skip it, and DuckDB's bindings would print a "nanobind: leaked" line for each of their
+    # objects among it. Unfrozen, the teardown frees them as any program's.
     _TUNE_PROCESS = True
-    sys.exit(main())
+    exit_code = main()
+    gc.unfreeze()
+    sys.exit(exit_code)

@@ -40,6 +40,7 @@ def causes(exc: BaseException) -> list[BaseException]:
 def explain(exc: BaseException) -> tuple[str | None, int]:
     """``(message, exit code)`` for a failure we can describe, else ``(None, 1)``."""
     from dlt.common.configuration.exceptions import ConfigFieldMissingException
+    from dlt.common.configuration.providers.toml import TomlProviderReadException
     from dlt.common.destination.exceptions import UnknownDestinationModule
 
     chain = causes(exc)
@@ -48,6 +49,11 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     for error in chain:
         if isinstance(error, ConfigError):
             return str(error), error.exit_code
+        if isinstance(error, TomlProviderReadException):
+            # settings_files.check_settings_files reads these first; this is the fallback
+            where = " or ".join(error.full_paths)
+            said = str(error).splitlines()[-1]
+            return f"{error.file_name} ({where}) is not valid TOML: {said}", 2
         if isinstance(error, UnknownDestinationModule):
             return f"--destination: {str(error).splitlines()[0]}", 2
         if isinstance(error, ConfigFieldMissingException):

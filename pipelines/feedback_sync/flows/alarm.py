@@ -83,7 +83,7 @@ def apply(spec: dict[str, Any]) -> tuple[UUID, bool]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m feedback_sync.flows.alarm", description=__doc__
+        prog="python -m feedback_sync.flows.alarm", description=__doc__, allow_abbrev=False
     )
     parser.add_argument("--file", type=Path, default=FILE, help="the automation (YAML)")
     parser.add_argument("--within", type=float, help="the window in seconds (>= 10)")

@@ -144,6 +144,10 @@ class Target:
         chosen: type[Target] = module.DESTINATION
         return super().__new__(chosen)
 
+    def __post_init__(self) -> None:
+        """Checks what can be checked of the destination's name and settings before
+        anything runs (``ConfigError``); a destination's module adds its own checks."""
+
     # where the data is
 
     @property
