@@ -79,6 +79,13 @@ class WarehouseBusy(FeedbackError):
     transient: ClassVar[bool | None] = True
 
 
+class WarehouseUnwritable(FeedbackError):
+    """The warehouse cannot be written now: a folder without write permission, a file
+    another process holds, a server that refuses (``feedback-sync check``)."""
+
+    transient: ClassVar[bool | None] = False
+
+
 class LoadFailed(FeedbackError):
     """The destination refused a load job for good (a terminal job failure).
 

@@ -155,6 +155,57 @@ def _wait(args: argparse.Namespace) -> float:
     return wait
 
 
+def _init_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "init",
+        help="start a project: write .dlt/config.toml and a .dlt/secrets.toml template",
+        description="Write a commented .dlt/config.toml and a .dlt/secrets.toml template into "
+        "the project folder (FOLDER, else --project-dir, else the current folder), never "
+        "over a file that exists; in a git repository the secrets file is git-ignored. Then "
+        "fill in base_url and api_key, and run `feedback-sync check`.",
+    )
+    p.add_argument("folder", nargs="?", metavar="FOLDER", help="the project folder")
+    p.set_defaults(run=_run_init)
+
+
+def _run_init(args: argparse.Namespace) -> int:
+    from feedback_sync.app.init import init
+    from feedback_sync.errors import ConfigError
+
+    folder = Path(args.folder or os.environ.get("DLT_PROJECT_DIR") or ".")
+    try:
+        done = init(folder)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    print(done.summary())
+    return 0
+
+
+def _check_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="test the configuration without syncing: settings, the API, the warehouse",
+        description="Check the settings, make one authenticated request to the API, confirm "
+        "the warehouse can be written (a file or object probe, removed again; a server "
+        "connected to), and read the SQL folder and the push targets. One line per check "
+        "with what to fix. Loads nothing. Exit codes: 0 every check passed, 1 a check "
+        "failed, 2 the configuration is malformed.",
+    )
+    _target_arguments(p)
+    _sql_dir_argument(p)
+    p.set_defaults(run=_run_check)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    target = _target(args)
+    with _heavy_imports():
+        from feedback_sync.app.check import run_check
+
+    result = run_check(target, sql_folder=args.sql_dir)
+    print(result.report())
+    return result.exit_code()
+
+
 def _sync_parser(sub: Any) -> None:
     from feedback_sync.source.resources import NAMES as RESOURCES
 
@@ -569,6 +620,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
+    _init_parser(sub)
+    _check_parser(sub)
     _sync_parser(sub)
     _status_parser(sub)
     _models_parser(sub)

@@ -49,6 +49,32 @@ class Delta(Target):
             return str(configured)
         return str(self.delta_dir.absolute())
 
+    def check_writable(self) -> str:
+        """A local folder is probed as any; in object storage, an object is written
+        under the dataset's prefix through dlt's own client for the bucket (its
+        credentials) and removed again."""
+        import uuid
+
+        from feedback_sync.errors import WarehouseUnwritable
+        from feedback_sync.warehouse.target import probe_folder
+
+        url = self.bucket_url()
+        if "://" not in url or url.startswith("file://"):
+            return probe_folder(Path(url.removeprefix("file://")) / self.dataset)
+        shown = redact_url(url)
+        with self.pipeline().destination_client() as client:
+            fs = client.fs_client  # type: ignore[attr-defined]
+            probe = f"{client.dataset_path.rstrip('/')}/.feedback-sync-probe-{uuid.uuid4().hex}"  # type: ignore[attr-defined]
+            try:
+                fs.pipe(probe, b"")
+                fs.rm(probe)
+            except Exception as exc:
+                raise WarehouseUnwritable(
+                    f"cannot write under {shown}/{self.dataset}/: {type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}"
+                ) from None
+        return f"{shown}/{self.dataset}/: an object was written and removed"
+
     def describe(self) -> str:
         return f"Delta tables in {redact_url(self.bucket_url())}/{self.dataset}/"
 

@@ -83,6 +83,27 @@ class DuckDb(SqlTarget):
     def models_file(self) -> Path:
         return self._file()
 
+    def check_writable(self) -> str:
+        from feedback_sync.errors import WarehouseUnwritable
+        from feedback_sync.warehouse.target import probe_folder
+
+        self.check_duckdb_name()
+        path = self.duckdb_file()
+        assert path is not None
+        if not path.exists():
+            return (
+                f"{path} does not exist yet (the first sync makes it); {probe_folder(path.parent)}"
+            )
+        import duckdb
+
+        try:
+            duckdb.connect(str(path)).close()
+        except duckdb.Error as exc:
+            raise WarehouseUnwritable(
+                f"cannot open {path} for writing: {str(exc).splitlines()[0]}"
+            ) from None
+        return f"{path}: opened for writing"
+
     def open_models(
         self, *, read_only: bool = False, building: bool = False
     ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:

@@ -34,6 +34,11 @@ class Parquet(DuckDb):
 
     publish_step: ClassVar[str | None] = "parquet"
 
+    def check_writable(self) -> str:
+        from feedback_sync.warehouse.target import probe_folder
+
+        return probe_folder(self.parquet_dir)
+
     @property
     def pipeline_name(self) -> str:
         return f"{PIPELINE_NAME}_{self.destination}"

@@ -39,6 +39,33 @@ class Postgres(SqlTarget):
         server = _postgres_server()
         return f"postgres://{server}" if server else "postgres://"
 
+    def privileges(self, client: Any) -> str:
+        """Whether this login may create what a sync and the models make: the dataset's
+        schema (or tables in it, where it exists) and the ``staging`` and ``marts``
+        schemas (the right to create schemas in the database)."""
+        from feedback_sync.errors import WarehouseUnwritable
+
+        ((schemas, exists, tables),) = client.execute_sql(
+            "select has_database_privilege(current_database(), 'CREATE'), "
+            "exists (select 1 from pg_namespace where nspname = %s), "
+            "coalesce((select has_schema_privilege(%s, 'CREATE') "
+            "where exists (select 1 from pg_namespace where nspname = %s)), false)",
+            self.dataset,
+            self.dataset,
+            self.dataset,
+        )
+        if not schemas:
+            raise WarehouseUnwritable(
+                f"{self.location()}: the login may not create schemas in this database "
+                "(the dataset's, staging, marts): GRANT CREATE ON DATABASE ... TO it"
+            )
+        if exists and not tables:
+            raise WarehouseUnwritable(
+                f"{self.location()}: the login may not create tables in schema "
+                f"{self.dataset}: GRANT CREATE ON SCHEMA {self.dataset} TO it"
+            )
+        return "the login may create schemas and tables"
+
     @contextlib.contextmanager
     def open_models(
         self, *, read_only: bool = False, building: bool = False

@@ -22,6 +22,17 @@ log = logging.getLogger("feedback_sync")
 class SqlTarget(Target):
     """A destination dlt reaches through its SQL client."""
 
+    def check_writable(self) -> str:
+        """Connected through dlt's SQL client; what more a destination can ask of its
+        server is ``privileges`` (write access is not probed where it says nothing)."""
+        with self.pipeline().sql_client() as client:
+            client.execute_sql("select 1")
+            said = self.privileges(client)
+        return f"{self.location()}: connected; {said}"
+
+    def privileges(self, client: Any) -> str:
+        return f"whether this login may create tables is not checked on {self.destination}"
+
     def replace_children(
         self, pipeline: Pipeline, load_id: str, had: frozenset[str] | None = None
     ) -> dict[str, int]:

@@ -73,7 +73,38 @@ REQUIRED = (
     "completed_loads",
     "key_figures",
     "newest",
+    "check_writable",
 )
+
+
+def probe_folder(folder: Path) -> str:
+    """Whether a file can be made in ``folder`` (or, where it does not exist yet, in the
+    nearest folder above it, where the first run makes it): a probe file made and removed.
+    Says what was probed.
+
+    Raises:
+        WarehouseUnwritable: it cannot.
+    """
+    import tempfile
+
+    from feedback_sync.errors import WarehouseUnwritable
+
+    existing = folder.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise WarehouseUnwritable(f"{existing} is a file, where {folder} should be a folder")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".feedback-sync-probe-")
+    except OSError as exc:
+        raise WarehouseUnwritable(
+            f"cannot write in {existing}: {exc.strerror} (where {folder} goes)"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)
+    if existing == folder.absolute():
+        return f"a file was written in {folder} and removed"
+    return f"{folder} does not exist yet; a file was written in {existing} and removed"
 
 
 def keep_loaded_packages() -> int:
@@ -170,6 +201,11 @@ class Target:
 
     def describe(self) -> str:
         return f"{self.destination} (dataset {self.dataset})"
+
+    def check_writable(self) -> str:
+        """What was verified of writing here now (``feedback-sync check``), leaving nothing
+        behind; raises WarehouseUnwritable (or the driver's error) saying why not."""
+        raise NotImplementedError
 
     def location(self) -> str:
         """Where the loaded tables live, as a URL with no user name or secret in it."""

@@ -1,0 +1,177 @@
+"""``feedback-sync check``: the configuration tested without a sync.
+
+One line per check, with what to fix where one fails:
+
+- ``settings``: the source's settings resolve and validate (the settings files parse: the
+  command line checks that before any command);
+- ``api``: one authenticated request (``GET /statuses?limit=1``, the smallest listing);
+- ``warehouse``: the destination can be written (``Target.check_writable``: a DuckDB file
+  opened for writing, or the folder it will be made in probed; a folder or bucket probed
+  with a file that is removed again; a server connected to and its privileges asked);
+- ``models``: the SQL folder reads (sources, models, refs, no cycle);
+- ``push``: the push settings and the push targets read.
+
+Nothing is loaded, and nothing is left that was not there: dlt's working folder for a
+server check is a temporary one. Exit 0 when every check passed, 1 when one failed, 2 when
+the configuration itself is malformed (a setting missing or wrong).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from feedback_sync.errors import ApiError, ConfigError, FeedbackError, NotFound, Unreachable
+from feedback_sync.redaction import SCRUBBER
+from feedback_sync.warehouse.target import Target
+
+PROBE_PATH = "statuses"
+
+
+@dataclass
+class Outcome:
+    name: str
+    ok: bool
+    detail: str
+    bad_config: bool = False  # the configuration is malformed (exit 2), not just failing
+
+
+@dataclass
+class CheckResult:
+    outcomes: list[Outcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def exit_code(self) -> int:
+        if any(o.bad_config for o in self.outcomes):
+            return 2
+        return 0 if all(o.ok for o in self.outcomes) else 1
+
+    def report(self) -> str:
+        width = max(len(o.name) for o in self.outcomes)
+        lines = [
+            f"check: {o.name:<{width}}  {'ok    ' if o.ok else 'FAILED'}  {o.detail}"
+            for o in self.outcomes
+        ]
+        failed = [o.name for o in self.outcomes if not o.ok]
+        if failed:
+            lines.append(
+                f"{len(failed)} of {len(self.outcomes)} checks failed ({', '.join(failed)}) "
+                f"in {self.seconds:.1f}s"
+            )
+        else:
+            lines.append(f"all {len(self.outcomes)} checks passed in {self.seconds:.1f}s")
+        return "\n".join(lines)
+
+
+def run_check(target: Target, *, sql_folder: str | Path | None = None) -> CheckResult:
+    """Runs every check (a failing one does not stop the others, except that the API is
+    not asked without valid settings)."""
+    started = time.perf_counter()
+    result = CheckResult()
+    settings = _one(result, "settings", _settings)
+    if settings is not None:
+        _one(result, "api", lambda: _api(settings))
+    else:
+        result.outcomes.append(Outcome("api", False, "not asked: the settings are not valid"))
+    _one(result, "warehouse", lambda: _warehouse(target))
+    if target.builds_models:
+        _one(result, "models", lambda: _models(sql_folder))
+        _one(result, "push", lambda: _push(sql_folder))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _one(result: CheckResult, name: str, check: Callable[[], tuple[Any, str]]) -> Any:
+    try:
+        value, detail = check()
+    except ConfigError as exc:
+        result.outcomes.append(Outcome(name, False, str(exc), bad_config=True))
+        return None
+    except FeedbackError as exc:
+        result.outcomes.append(Outcome(name, False, str(exc)))
+        return None
+    except Exception as exc:  # a driver's or dlt's own: the words failures.py knows
+        from feedback_sync.app.failures import explain
+
+        message, code = explain(exc)
+        if message is None:
+            message = SCRUBBER.scrub(f"{type(exc).__name__}: {_first_line(exc)}")
+        result.outcomes.append(Outcome(name, False, message, bad_config=code == 2))
+        return None
+    result.outcomes.append(Outcome(name, True, detail))
+    return value
+
+
+def _settings() -> tuple[Any, str]:
+    from feedback_sync.api.settings import load_settings
+
+    settings = load_settings()
+    return settings, f"{settings.base_url} ({settings.auth_method} authentication)"
+
+
+def _api(settings: Any) -> tuple[None, str]:
+    from feedback_sync.api.client import FeedbackClient
+
+    # the first contact's own bound applies: a wrong host or port fails within seconds
+    probe = dataclasses.replace(settings, max_retries=min(settings.max_retries, 2))
+    started = time.perf_counter()
+    with FeedbackClient(probe) as client:
+        try:
+            client.get_json(PROBE_PATH, {"limit": 1}, resource="check")
+        except Unreachable as exc:  # its words name the address and what to check
+            raise _Failed(exc.detail) from None
+        except NotFound:
+            raise _Failed(
+                f"{settings.base_url}/{PROBE_PATH} answered 404: the address is not the "
+                "API's (check base_url, which ends in /v1)"
+            ) from None
+        except ApiError as exc:
+            if exc.status in (401, 403):
+                raise _Failed(
+                    f"the API refused the key (HTTP {exc.status}: {exc.detail}); check "
+                    "api_key in .dlt/secrets.toml or SOURCES__FEEDBACK__API_KEY"
+                ) from None
+            raise _Failed(SCRUBBER.scrub(str(exc))) from None
+    seconds = time.perf_counter() - started
+    return None, f"GET /{PROBE_PATH} answered in {seconds:.2f}s with the key accepted"
+
+
+def _warehouse(target: Target) -> tuple[None, str]:
+    with tempfile.TemporaryDirectory(prefix="feedback-sync-check-") as scratch:
+        # dlt's working folder, where a check needs one, is thrown away with the check
+        probe = dataclasses.replace(target, pipelines_dir=Path(scratch))
+        return None, probe.check_writable()
+
+
+def _models(sql_folder: str | Path | None) -> tuple[None, str]:
+    from feedback_sync.models.project import load_project, sql_dir
+
+    root = sql_dir(sql_folder)
+    project = load_project(root)
+    return None, f"{root}: {len(project.models)} models read, in build order"
+
+
+def _push(sql_folder: str | Path | None) -> tuple[None, str]:
+    from feedback_sync.models.project import sql_dir
+    from feedback_sync.push.settings import load_push_settings
+    from feedback_sync.push.targets import load_targets
+
+    settings = load_push_settings()
+    targets = load_targets(sql_dir(sql_folder) / "push")
+    return None, (
+        f"{len(targets)} targets ({', '.join(targets)}); curated files in {settings.curated_dir}"
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no detail"
+
+
+class _Failed(FeedbackError):
+    """A check that failed, with what to fix."""
