@@ -250,6 +250,9 @@ def test_pipx_install_gives_a_working_command(
         "SOURCES__FEEDBACK__BASE_URL": harness.server.base_url,
         "SOURCES__FEEDBACK__API_KEY": harness.server.api_key,
     }
+    # a project started the documented way: init, check, sync
+    assert "wrote .dlt/secrets.toml" in _run(exe, ["init"], elsewhere, env)
+    assert "all 5 checks passed" in _run(exe, ["check"], elsewhere, env)
     said = _run(exe, ["sync"], elsewhere, env)
     assert "models: built" in said, said
     followers = len(harness.dump()["followers"])
