@@ -180,6 +180,9 @@ def test_the_wheel_works_outside_the_checkout(
     assert "0 write(s) planned" in again, again
     status = _run(exe, ["status"], folder, env)
     assert "(1 loads in all)" in status, status
+    demo = _run(exe, ["demo"], folder, env)  # its own server and warehouse, data/demo.duckdb
+    assert "feedback-sync models --list" in demo and "./run" not in demo, demo[-3000:]
+    assert (folder / "data" / "demo.duckdb").exists()
     assert not (folder / ".dlt").exists()
     assert sys.version_info[:2] == (3, 11)  # the suite itself stays on the locked 3.11
 

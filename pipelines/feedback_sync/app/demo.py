@@ -147,9 +147,9 @@ def run(scale: str = "demo", seed: int = 1) -> int:
     print(
         f"demo: done in {time.perf_counter() - started:.1f}s. The warehouse is "
         f"{DEMO_DIR / 'demo.duckdb'}: try\n"
-        f"  .venv/bin/python -c \"import duckdb; print(duckdb.connect('{DEMO_DIR}/demo.duckdb', "
+        f"  python -c \"import duckdb; print(duckdb.connect('{DEMO_DIR}/demo.duckdb', "
         "read_only=True).sql('select * from marts.status_summary'))\"\n"
-        "  ./run feedback-sync models --list   (what each mart holds)"
+        "  feedback-sync models --list   (what each mart holds)"
     )
     return 0
 
