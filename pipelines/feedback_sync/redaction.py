@@ -27,11 +27,13 @@ def redact_url(url: str) -> str:
 
 
 _KEY_IN_QUERY = re.compile(r"(?i)(api_key=)[^&\s\"']+")
+# a password in a URL's user part: scheme://user:PASSWORD@host
+_URL_PASSWORD = re.compile(r"(?i)([a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/]+@")
 
 
 class SecretScrubber(logging.Filter):
-    """Rewrites log records that would carry a secret: ``api_key=...`` in any URL, and every
-    registered secret wherever it appears.
+    """Rewrites log records that would carry a secret: ``api_key=...`` in any URL, a
+    password in a URL's user part, and every registered secret wherever it appears.
 
     Installed on the loggers that print request URLs (``httpx`` logs each request at INFO,
     query string included), so no log level or handler setting can leak the key.
@@ -48,6 +50,7 @@ class SecretScrubber(logging.Filter):
 
     def scrub(self, text: str) -> str:
         text = _KEY_IN_QUERY.sub(r"\1***", text)
+        text = _URL_PASSWORD.sub(r"\1***@", text)
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text

@@ -24,9 +24,9 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from feedback_sync import __version__
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
@@ -148,6 +148,31 @@ def _sql_dir_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _json_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document on stdout instead of the text (fields: the README's "
+        "Machine-readable output); progress and errors stay on stderr",
+    )
+
+
+def _progress_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--progress",
+        choices=["auto", "live", "plain", "off"],
+        default="auto",
+        help="how progress is shown on stderr: live (a display that redraws), plain (a line "
+        "every few seconds), off; auto (default): live on a terminal, else plain",
+    )
+
+
+def _print_json(document: dict[str, Any]) -> None:
+    from feedback_sync.app.documents import dumps
+
+    print(dumps(document), flush=True)
+
+
 def _wait(args: argparse.Namespace) -> float:
     wait = float(args.wait)
     if not wait >= 0:  # also refuses nan
@@ -193,6 +218,7 @@ def _check_parser(sub: Any) -> None:
     )
     _target_arguments(p)
     _sql_dir_argument(p)
+    _json_argument(p)
     p.set_defaults(run=_run_check)
 
 
@@ -202,7 +228,12 @@ def _run_check(args: argparse.Namespace) -> int:
         from feedback_sync.app.check import run_check
 
     result = run_check(target, sql_folder=args.sql_dir)
-    print(result.report())
+    if args.json:
+        from feedback_sync.app.documents import check_document
+
+        _print_json(check_document(result))
+    else:
+        print(result.report())
     return result.exit_code()
 
 
@@ -232,6 +263,8 @@ def _sync_parser(sub: Any) -> None:
     )
     _target_arguments(p)
     _wait_argument(p)
+    _json_argument(p)
+    _progress_argument(p)
     p.add_argument(
         "--progress-every", type=float, default=5.0, metavar="SECONDS", help=argparse.SUPPRESS
     )
@@ -257,17 +290,23 @@ def _run_sync(args: argparse.Namespace) -> int:
             full=args.full,
             resources=resources,
             progress_every=args.progress_every,
+            progress=args.progress,
             models=not args.no_models,
             sql_folder=args.sql_dir,
             lock_wait=lock_wait,
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    print(result.summary())
+    code = 1 if result.models_error is not None else 0
+    if args.json:
+        from feedback_sync.app.documents import sync_document
+
+        _print_json(sync_document(result, code))
+    else:
+        print(result.summary())
     if result.models_error is not None:
         print(f"feedback-sync sync: error: {result.models_error}", file=sys.stderr)
-        return 1
-    return 0
+    return code
 
 
 def _models_parser(sub: Any) -> None:
@@ -315,6 +354,7 @@ def _status_parser(sub: Any) -> None:
         "ideas tracked) and the rows per table in the warehouse.",
     )
     _target_arguments(p)
+    _json_argument(p)
     p.set_defaults(run=_run_status)
 
 
@@ -322,12 +362,19 @@ def _run_status(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
     with _heavy_imports():
-        from feedback_sync.app.status import status_report
+        from feedback_sync.app.status import render
 
+    target = _target(args)
     try:
-        print(status_report(_target(args)))
+        committed = target.committed()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    if args.json:
+        from feedback_sync.app.documents import status_document
+
+        _print_json(status_document(target, committed))
+    else:
+        print(render(target, committed))
     return 0
 
 
@@ -389,6 +436,8 @@ def _push_parser(sub: Any) -> None:
     p.add_argument("--samples", type=int, help="changed rows shown per target (default 5)")
     _target_arguments(p)
     _wait_argument(p)
+    _json_argument(p)
+    _progress_argument(p)
     p.set_defaults(run=_run_push)
 
 
@@ -412,10 +461,16 @@ def _run_push(args: argparse.Namespace) -> int:
             push_settings=push_settings,
             sql_folder=args.sql_dir,
             lock_wait=_wait(args),
+            progress=args.progress,
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    print(result.report(push_settings.sample_size))
+    if args.json:
+        from feedback_sync.app.documents import push_document
+
+        _print_json(push_document(result, push_settings.sample_size))
+    else:
+        print(result.report(push_settings.sample_size))
     return result.exit_code()
 
 
@@ -596,6 +651,20 @@ def _posix() -> bool:
     return os.name == "posix"
 
 
+# the subcommands, in the order --help lists them
+_COMMANDS: dict[str, Callable[[Any], None]] = {
+    "init": _init_parser,
+    "check": _check_parser,
+    "sync": _sync_parser,
+    "status": _status_parser,
+    "models": _models_parser,
+    "report": _report_parser,
+    "push": _push_parser,
+    "sandbox": _sandbox_parser,
+    "demo": _demo_parser,
+}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse without prefix matching: ``push --a`` must not mean ``--apply``, nor
     ``sync --ful`` ``--full``; an option is spelled out or refused."""
@@ -603,6 +672,19 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage line and message on stderr, exit 2; raised rather than exited
+        so that ``main`` can also write the --json document."""
+        self.print_usage(sys.stderr)
+        raise _BadArguments(self.prog, message)
+
+
+class _BadArguments(Exception):
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+        self.message = message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -620,15 +702,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-    _init_parser(sub)
-    _check_parser(sub)
-    _sync_parser(sub)
-    _status_parser(sub)
-    _models_parser(sub)
-    _report_parser(sub)
-    _push_parser(sub)
-    _sandbox_parser(sub)
-    _demo_parser(sub)
+    for add_parser in _COMMANDS.values():
+        add_parser(sub)
     return parser
 
 
@@ -636,16 +711,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     install_log_filters()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(arguments)
+    except _BadArguments as exc:
+        print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
+        if "--json" in arguments:
+            command = next((a for a in arguments if a in _COMMANDS), "feedback-sync")
+            _print_json(_error_document(command, 2, exc.message))
+        return 2
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Runs the command; every failure ends as one line on stderr and an exit code (and,
+    with --json, the envelope of ``app/documents`` on stdout)."""
     if args.project_dir is not None:
         project = Path(args.project_dir)
         if not project.is_dir():
-            print(
-                f"feedback-sync {args.command}: error: --project-dir {args.project_dir}: "
-                "no such folder",
-                file=sys.stderr,
-            )
-            return 2
+            return _fail(args, f"--project-dir {args.project_dir}: no such folder", 2)
         # where dlt (and dlt_settings_mention) look for .dlt/config.toml and secrets.toml
         os.environ["DLT_PROJECT_DIR"] = str(project.resolve())
     if args.command != "sandbox":  # the reference server reads no settings file
@@ -655,22 +742,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             check_settings_files()
         except ConfigError as exc:
-            print(f"feedback-sync {args.command}: error: {exc}", file=sys.stderr)
-            return 2
+            return _fail(args, str(exc), 2)
     telemetry_off_unless_chosen()
     if not _posix():
-        print(
-            f"feedback-sync {args.command}: error: feedback-sync runs on Linux and macOS "
-            f"(POSIX) only; this is {sys.platform} (its run lock is an fcntl file lock)",
-            file=sys.stderr,
+        return _fail(
+            args,
+            f"feedback-sync runs on Linux and macOS (POSIX) only; this is {sys.platform} "
+            "(its run lock is an fcntl file lock)",
+            2,
         )
-        return 2
     try:
         code: int = args.run(args)
         return code
     except UsageError as exc:
-        print(f"feedback-sync {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(args, str(exc), 2)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
@@ -678,9 +763,44 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         message, code = explain(exc)
         if message is None:
-            raise
-        print(f"feedback-sync {args.command}: error: {message}", file=sys.stderr)
-        return code
+            return _unexpected(args, exc)
+        return _fail(args, message, code)
+
+
+def _fail(args: argparse.Namespace, message: str, code: int) -> int:
+    print(f"feedback-sync {args.command}: error: {message}", file=sys.stderr, flush=True)
+    if getattr(args, "json", False):
+        _print_json(_error_document(args.command, code, message))
+    return code
+
+
+def _error_document(command: str, code: int, message: str) -> dict[str, Any]:
+    from feedback_sync.app.documents import envelope
+
+    return envelope(command, code, message)
+
+
+def _unexpected(args: argparse.Namespace, exc: BaseException) -> int:
+    """An error nobody foresaw: one line, and the trace in a file (``app/crash.py``)."""
+    from feedback_sync.app.crash import write_trace
+    from feedback_sync.redaction import SCRUBBER
+
+    try:  # first: it registers the secrets the line is scrubbed of too
+        where = f"the full trace is in {write_trace(args.command, exc)}"
+    except OSError as error:
+        where = f"its trace could not be written ({error})"
+    what = SCRUBBER.scrub(f"{type(exc).__name__}: {_first_line(exc)}")
+    return _fail(
+        args,
+        f"unexpected {what} ({where}; this is a bug in feedback-sync or a case it does not "
+        "handle yet: please report it with that file)",
+        1,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else "no detail"
 
 
 def run() -> None:

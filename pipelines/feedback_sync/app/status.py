@@ -41,6 +41,32 @@ def describe_state(resource: str, state: dict[str, Any]) -> str:
     return "read in full on every run"
 
 
+def state_facts(resource: str, state: dict[str, Any]) -> dict[str, Any]:
+    """What a resource resumes from, as fields (``--json``): how it is read, the line
+    ``describe_state`` prints, and the figures behind that line."""
+    declared = BY_NAME[resource]
+    facts: dict[str, Any] = {
+        "reading": declared.reading,
+        "resumes": describe_state(resource, state),
+    }
+    if declared.reading == "cursor":
+        facts["cursor_saved"] = bool(state.get("after"))
+    elif declared.reading == "window":
+        facts["published_high_water"] = state.get("published_high_water")
+    elif declared.reading == "per_idea":
+        types = state.get("types")
+        if types:
+            facts["types_with_cursor"] = {t: bool(c) for t, c in types.items()}
+        else:
+            ideas = state.get("ideas") or {}
+            facts["ideas_tracked"] = len(ideas)
+            if declared.idea_cursors:
+                facts["ideas_with_cursor"] = sum(
+                    1 for entry in ideas.values() if unpack_idea(entry)[0]
+                )
+    return facts
+
+
 def status_report(target: Target) -> str:
     return render(target, target.committed())
 

@@ -4,7 +4,7 @@ Order of a run:
 
 1. finish what a run that died left behind (extracted or normalized packages not loaded),
    then align the local state with the destination's;
-2. extract (the source streams pages; progress is printed every few seconds), normalize,
+2. extract (the source streams pages; ``progress.py`` shows how far it came), normalize,
    load: state travels in the same load package as the data, so it is committed with it;
 3. reconcile deletes for the resources read completely;
 4. for Parquet, write the touched tables out;
@@ -19,8 +19,6 @@ import json
 import logging
 import os
 import re
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -34,6 +32,7 @@ from dlt.pipeline.pipeline import Pipeline
 from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.app.failures import terminal_job_failure
 from feedback_sync.errors import ConfigError, LoadFailed, ModelError
+from feedback_sync.progress import Figures, Progress
 from feedback_sync.redaction import redact_url
 from feedback_sync.source.context import SyncRun
 from feedback_sync.source.resources import COMPLETE_WHEN_FULL, PARENT_KEYS
@@ -126,42 +125,16 @@ class SyncResult:
         return "\n".join(lines)
 
 
-class Progress:
-    """Prints what the run has fetched so far, every ``every`` seconds, until stopped."""
-
-    def __init__(self, run: SyncRun, out: IO[str], every: float = 5.0) -> None:
-        self._run = run
-        self._out = out
-        self._every = every
-        self._stop = threading.Event()
-        self._started = time.perf_counter()
-        self._thread = threading.Thread(target=self._loop, name="sync-progress", daemon=True)
-
-    def __enter__(self) -> Progress:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._every):
-            self.line()
-
-    def line(self) -> None:
-        stats = self._run.client.stats
-        parts = [
-            f"{name} {stats.rows_by_resource.get(name, 0):,}"
-            for name in RESOURCES
-            if stats.by_resource.get(name)
-        ]
-        print(
-            f"sync: {time.perf_counter() - self._started:5.1f}s  {stats.requests:,} requests "
-            f"({stats.retries:,} retried); rows fetched: {', '.join(parts) or 'none yet'}",
-            file=self._out,
-            flush=True,
-        )
+def _figures(run: SyncRun) -> Figures:
+    """The fetch's figures so far (read from the progress display's thread)."""
+    stats = run.client.stats
+    requests = {name: stats.by_resource.get(name, 0) for name in RESOURCES}
+    return Figures(
+        requests=stats.requests,
+        retries=stats.retries,
+        requests_by={name: n for name, n in requests.items() if n},
+        rows_by={name: stats.rows_by_resource.get(name, 0) for name, n in requests.items() if n},
+    )
 
 
 def check_resources(names: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -183,14 +156,18 @@ def run_sync(
     resources: Sequence[str] | None = None,
     settings: FeedbackSettings | None = None,
     transport: httpx.BaseTransport | None = None,
-    out: IO[str] = sys.stderr,
+    out: IO[str] | None = None,
     progress_every: float = 5.0,
+    progress: str = "auto",
     after_extract: Callable[[Pipeline], None] | None = None,
     models: bool = True,
     sql_folder: str | Path | None = None,
     lock_wait: float = 0.0,
 ) -> SyncResult:
     """Runs one sync into ``target`` and returns what it did.
+
+    Progress goes to ``out`` (stderr by default) as ``progress`` chooses (``progress.py``:
+    auto, live, plain or off; plain lines every ``progress_every`` seconds).
 
     With ``models``, the models of ``sql_folder`` (``models.project.sql_dir``: by default
     the configured or shipped folder) are built after the load.
@@ -213,18 +190,10 @@ def run_sync(
         from feedback_sync.models.project import sql_dir
 
         sql_root = sql_dir(sql_folder)  # a folder that is not there stops it before fetching
-    with runlock.hold(target, "sync", lock_wait):
+    shown = Progress("sync", out, mode=progress, every=progress_every, rows="rows fetched")
+    with runlock.hold(target, "sync", lock_wait), shown:
         return _run_sync(
-            target,
-            full,
-            selected,
-            settings,
-            transport,
-            out,
-            progress_every,
-            after_extract,
-            sql_root,
-            keep,
+            target, full, selected, settings, transport, shown, after_extract, sql_root, keep
         )
 
 
@@ -271,8 +240,7 @@ def _run_sync(
     selected: tuple[str, ...] | None,
     settings: FeedbackSettings,
     transport: httpx.BaseTransport | None,
-    out: IO[str],
-    progress_every: float,
+    out: Progress,
     after_extract: Callable[[Pipeline], None] | None,
     sql_root: Path | None,
     keep_packages: int,
@@ -283,13 +251,14 @@ def _run_sync(
         pipeline = target.pipeline()
         owed, existing = _catch_up(target, pipeline, result, out)
         run = SyncRun(settings, full=full, transport=transport, warehouse_tables=existing)
-        load_id = _extract(target, pipeline, run, selected, result, out, progress_every)
+        load_id = _extract(target, pipeline, run, selected, result, out)
         # what this run still owes after its load, kept where a crash cannot lose it
         journal = _Journal(pipeline)
         journal.write(load_id, result.complete, settings.delete_mode)
         if after_extract is not None:
             after_extract(pipeline)
         with result.timed("load"):
+            out.stage("load")
             kept.hold(create=True)
             _load(target, pipeline, load_id, existing, settings.delete_mode, result, out)
             target.prune_state_history(pipeline)
@@ -298,6 +267,7 @@ def _run_sync(
             result.skipped = dict(run.skipped)
             result.table_rows = target.table_counts(pipeline)
         if target.publish_step is not None:
+            out.stage(target.publish_step)
             with result.timed(target.publish_step):
                 result.exported = target.publish(
                     pipeline,
@@ -315,7 +285,7 @@ def _run_sync(
 
 
 def _catch_up(
-    target: Target, pipeline: Pipeline, result: SyncResult, out: IO[str]
+    target: Target, pipeline: Pipeline, result: SyncResult, out: Progress
 ) -> tuple[dict[str, int] | None, frozenset[str] | None]:
     """What earlier runs left is finished first: packages pending, deletes owed after a
     load, the state restored where the local one is not the warehouse's, first loads
@@ -340,8 +310,7 @@ def _extract(
     run: SyncRun,
     selected: tuple[str, ...] | None,
     result: SyncResult,
-    out: IO[str],
-    progress_every: float,
+    out: Progress,
 ) -> str | None:
     """Reads the API into a load package (the fetch); the package's load id, and in
     ``result`` the requests made and the resources read completely."""
@@ -350,14 +319,14 @@ def _extract(
         if selected:
             source = source.with_resources(*selected)
         chosen = list(source.selected_resources)
-        print(
+        out.say(
             f"sync: {'full' if run.full else 'incremental'} run of {', '.join(chosen)} "
-            f"from {redact_url(run.settings.base_url)} into {target.describe()}",
-            file=out,
-            flush=True,
+            f"from {redact_url(run.settings.base_url)} into {target.describe()}"
         )
         fmt: Any = target.loader_file_format
-        with result.timed("fetch"), Progress(run, out, progress_every):
+        out.stage("extract")
+        out.watch(lambda: _figures(run))
+        with result.timed("fetch"):
             extract_info = pipeline.extract(
                 source, loader_file_format=fmt, table_format=target.table_format
             )
@@ -382,7 +351,7 @@ def _load(
     existing: frozenset[str] | None,
     delete_mode: str,
     result: SyncResult,
-    out: IO[str],
+    out: Progress,
 ) -> None:
     """Normalizes and loads the package, then settles first loads, replaces stale child
     rows and removes what the resources read completely no longer hold."""
@@ -401,15 +370,17 @@ def _load(
         _add(result.rows_removed, target.replace_children(pipeline, load_id, existing))
     if load_id is not None and result.complete:
         gone = ", ".join(result.complete)
-        print(f"sync: removing rows the service no longer has ({gone}) ...", file=out, flush=True)
+        out.stage("reconcile")
+        out.say(f"sync: removing rows the service no longer has ({gone}) ...")
         removed = target.reconcile(pipeline, load_id, result.complete, delete_mode, existing)
         _add(result.rows_removed, removed)
 
 
-def _build_models(target: Target, root: Path, result: SyncResult, out: IO[str]) -> None:
+def _build_models(target: Target, root: Path, result: SyncResult, out: Progress) -> None:
     """Builds the SQL models of ``root``; a failure is kept in the result (the synced data
     stays)."""
-    print("sync: building the SQL models ...", file=out, flush=True)
+    out.stage("models")
+    out.say("sync: building the SQL models ...")
     with result.timed("models"):
         from feedback_sync.models.project import apply as apply_models
         from feedback_sync.models.project import load_project
@@ -429,13 +400,13 @@ def _nothing_to_restore(pipeline: Pipeline, target: Target) -> bool:
     return path is not None and not path.exists() and not pipeline.has_data
 
 
-def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str]) -> None:
+def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: Progress) -> None:
     """Loads what a run that died left pending; a package that cannot load is given up.
 
     Giving a package up loses nothing: its state was never committed, so this run reads its
     rows again from the cursors the destination holds.
     """
-    print("sync: loading what the previous run left pending ...", file=out, flush=True)
+    out.say("sync: loading what the previous run left pending ...")
     result.recovered_packages = len(pipeline.list_extracted_load_packages()) + len(
         pipeline.list_normalized_load_packages()
     )
@@ -445,13 +416,13 @@ def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: IO[str
     try:
         _, recovered = _normalize_and_load(target, pipeline)
     except LoadFailed as exc:
-        print(f"sync: a package an earlier run left could not be loaded: {exc}", file=out)
+        out.say(f"sync: a package an earlier run left could not be loaded: {exc}")
         recovered = None
     for loaded in recovered.loads_ids if recovered is not None else ():
         _add(result.rows_removed, target.replace_children(pipeline, loaded))
     if pipeline.has_pending_data:
         # dlt could not even start on them (say, a run killed before its schema was saved)
-        print("sync: giving up packages dlt cannot load; their rows are read again", file=out)
+        out.say("sync: giving up packages dlt cannot load; their rows are read again")
         pipeline.abort_packages()
 
 
@@ -461,7 +432,7 @@ def _add(totals: dict[str, int], counts: dict[str, int]) -> None:
 
 
 def _normalize_and_load(
-    target: Target, pipeline: Pipeline, out: IO[str] | None = None
+    target: Target, pipeline: Pipeline, out: Progress | None = None
 ) -> tuple[Any, Any]:
     """Normalizes and loads; a package dlt gives up on for good does not stay behind.
 
@@ -483,10 +454,12 @@ def _normalize_and_load(
     """
     try:
         if out is not None:
-            print("sync: normalizing ...", file=out, flush=True)
+            out.stage("normalize")
+            out.say("sync: normalizing ...")
         info = pipeline.normalize()
         if out is not None:
-            print("sync: loading ...", file=out, flush=True)
+            out.stage("load")
+            out.say("sync: loading ...")
         loaded = target.load(pipeline)
     except Exception as exc:
         if not pipeline.has_pending_data:
@@ -557,7 +530,7 @@ class _Journal:
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
 
-    def replay(self, target: Target, pipeline: Pipeline, out: IO[str]) -> dict[str, int] | None:
+    def replay(self, target: Target, pipeline: Pipeline, out: Progress) -> dict[str, int] | None:
         """Does what the last run left undone; rows removed, or None when nothing was owed."""
         if not self.path.exists():
             return None
@@ -566,7 +539,7 @@ class _Journal:
         if not load_id or not target.load_completed(pipeline, load_id):
             self.clear()  # its package never landed: nothing to finish
             return None
-        print("sync: finishing what the previous run left after its load ...", file=out)
+        out.say("sync: finishing what the previous run left after its load ...")
         removed = target.replace_children(pipeline, load_id)
         _add(
             removed,

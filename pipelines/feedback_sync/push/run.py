@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import threading
 import time
 from collections import Counter
@@ -36,6 +35,7 @@ from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.errors import ApiError, ConfigError, ModelError, NotFound, OutcomeUnknown
 from feedback_sync.models.project import load_project, sql_dir
+from feedback_sync.progress import Figures, Progress
 from feedback_sync.push import curated as curated_inputs
 from feedback_sync.push.journal import Journal, fields_hash
 from feedback_sync.push.kinds import KINDS
@@ -156,14 +156,40 @@ class PushResult:
         return "\n".join(lines)
 
 
-def _samples(plan: TargetPlan, samples: int, applied: bool) -> list[str]:
-    lines: list[str] = []
-    problems = [
+def _figures(result: PushResult, client: FeedbackClient) -> Figures:
+    """The push's figures so far (read from the progress display's thread): per target, the
+    writes planned, or once applying, the rows sent."""
+    rows: dict[str, int] = {}
+    for plan in list(result.plans):
+        writes = plan.writes()
+        if result.applied:
+            rows[plan.spec.name] = sum(1 for step in writes if step.outcome is not None)
+        else:
+            rows[plan.spec.name] = len(writes)
+    return Figures(requests=client.stats.requests, retries=client.stats.retries, rows_by=rows)
+
+
+PROBLEMS_PER_SAMPLE = 4  # rows shown that were not sent, per changed row shown
+
+
+def changed_steps(plan: TargetPlan) -> list[Step]:
+    """The writes of a plan, less those that were rejected or held."""
+    return [s for s in plan.writes() if s.outcome not in ("rejected", "unknown", "held")]
+
+
+def problem_steps(plan: TargetPlan) -> list[Step]:
+    """The rows of a plan that were not (or will not be) sent: invalid, held, rejected."""
+    return [
         s
         for s in plan.steps
         if s.action in ("invalid", "held") or s.outcome in ("rejected", "unknown", "held")
     ]
-    changes = [s for s in plan.writes() if s.outcome not in ("rejected", "unknown", "held")]
+
+
+def _samples(plan: TargetPlan, samples: int, applied: bool) -> list[str]:
+    lines: list[str] = []
+    problems = problem_steps(plan)
+    changes = changed_steps(plan)
     if not problems and not changes:
         return lines
     lines.append(f"{plan.spec.name}:")
@@ -182,12 +208,13 @@ def _samples(plan: TargetPlan, samples: int, applied: bool) -> list[str]:
             lines.append(f"    {step.request.method} /{step.request.path}{query}{body}"[:600])
     if len(changes) > samples:
         lines.append(f"  ... and {len(changes) - samples:,} more")
-    for step in problems[: samples * 4]:
+    shown_problems = samples * PROBLEMS_PER_SAMPLE
+    for step in problems[:shown_problems]:
         what = step.outcome if step.outcome in ("rejected", "unknown", "held") else step.action
         status = f" (HTTP {step.status})" if step.status else ""
         lines.append(f"  {what} {step.label}{status}: {step.message or step.reason}")
-    if len(problems) > samples * 4:
-        lines.append(f"  ... and {len(problems) - samples * 4:,} more (see push._push_rows)")
+    if len(problems) > shown_problems:
+        lines.append(f"  ... and {len(problems) - shown_problems:,} more (see push._push_rows)")
     return lines
 
 
@@ -204,8 +231,13 @@ def run_push(
     transport: httpx.BaseTransport | None = None,
     out: IO[str] | None = None,
     lock_wait: float = 0.0,
+    progress: str = "auto",
+    progress_every: float = 5.0,
 ) -> PushResult:
     """Plans (and with ``apply`` sends) the push targets.
+
+    Progress goes to ``out`` (stderr by default) as ``progress`` chooses (``progress.py``,
+    as a sync's); the report is the caller's to print (``PushResult.report``).
 
     Holds ``target``'s run lock throughout (``warehouse.runlock``), as a sync does: the
     journal and the diff never meet a sync's half-done load.
@@ -223,9 +255,11 @@ def run_push(
     push_dir = root / "push" if push_dir is None else push_dir
     if not push_dir.is_dir():
         raise ConfigError(f"{push_dir}: no such folder (the push targets, <sql folder>/push/)")
-    with runlock.hold(target, "push --apply" if apply else "push (preview)", lock_wait):
+    rows = "rows sent" if apply else "writes planned"
+    shown = Progress("push", out, mode=progress, every=progress_every, rows=rows)
+    with runlock.hold(target, "push --apply" if apply else "push (preview)", lock_wait), shown:
         return _run_push(
-            target, targets, apply, force, settings, push_settings, root, push_dir, transport, out
+            target, targets, apply, force, settings, push_settings, root, push_dir, transport, shown
         )
 
 
@@ -239,10 +273,9 @@ def _run_push(
     root: Path,
     push_dir: Path,
     transport: httpx.BaseTransport | None,
-    out: IO[str] | None,
+    out: Progress,
 ) -> PushResult:
     started = time.perf_counter()
-    out = out or sys.stdout
     push_settings = push_settings or load_push_settings()
     specs = load_targets(push_dir)
     declared = curated_inputs.load_declarations(push_dir / "curated.toml")
@@ -262,6 +295,7 @@ def _run_push(
         except ModelError as exc:
             raise ConfigError(str(exc)) from None
         client = FeedbackClient(settings, transport=transport)
+        out.watch(lambda: _figures(result, client))
         try:
             if not has_schema(engine, "staging"):
                 raise ConfigError(
@@ -319,7 +353,7 @@ def _run(
     explicit: bool,
     apply: bool,
     force: bool,
-    out: IO[str],
+    out: Progress,
 ) -> None:
     """Each chosen target in turn: its inputs, its plan, and (``apply``) its writes."""
     project = load_project(root)
@@ -337,7 +371,8 @@ def _run(
             result.skipped[spec.name] = reason
             continue
         ctx = Context(con, target.dataset, client, spec.name, resolver, base.known_ideas)
-        print(f"push: planning {spec.name} ...", file=out, flush=True)
+        out.stage(f"planning {spec.name}")
+        out.say(f"push: planning {spec.name} ...")
         plan = _plan(spec, sources, refs, variables, ctx, journal, resolver, push_settings, force)
         result.plans.append(plan)
         if apply:
@@ -441,18 +476,15 @@ def _send(
     resolver: FollowerResolver,
     result: PushResult,
     client: FeedbackClient,
-    out: IO[str],
+    out: Progress,
 ) -> None:
     """Applies a plan: records adopted, writes sent (unless refused), and the steps that
     were not sent (invalid, held) journaled with why."""
     spec = plan.spec
     _adopt(plan, journal)
     if not plan.refused and plan.writes():
-        print(
-            f"push: sending {spec.name}: {len(plan.writes()):,} write(s) ...",
-            file=out,
-            flush=True,
-        )
+        out.stage(f"sending {spec.name}")
+        out.say(f"push: sending {spec.name}: {len(plan.writes()):,} write(s) ...")
         _apply(plan, ctx, journal, resolver, result, client)
     for step in plan.steps:
         if step.action in ("invalid", "held") and step.outcome is None:

@@ -1,0 +1,216 @@
+"""How far a long run has come, on stderr: a live display on a terminal, plain lines in
+logs and pipes.
+
+``Progress`` is what ``sync`` and ``push`` report through. The run sets its stage
+(``stage``: extract, normalize, load, models; planning or sending a push target), says
+what it does (``say``: one line each), and names a reader of its figures (``watch``:
+requests, retries, rows per resource or target). How that is shown is chosen once:
+
+- ``live`` (a terminal): rich's live display, redrawn four times a second, with the stage,
+  the time, the requests and a row per resource; the lines the run says, and the log's
+  warnings, are printed above it. It is cleared at the end, where the run's summary follows.
+- ``plain`` (anything else: a pipe, a file, a cron mail, Prefect's log): the lines the run
+  says, and a line of figures every ``every`` seconds while it runs.
+- ``off``: only the lines the run says.
+
+``auto`` (the default) is ``live`` where stderr is a terminal rich can draw on (not
+``TERM=dumb``), else ``plain``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import IO, Any
+
+MODES = ("auto", "live", "plain", "off")
+REFRESHES_PER_SECOND = 4
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What a run has done so far."""
+
+    requests: int = 0
+    retries: int = 0
+    # per resource (sync) or target (push): the requests made and the rows counted
+    requests_by: Mapping[str, int] = field(default_factory=dict)
+    rows_by: Mapping[str, int] = field(default_factory=dict)
+
+
+def no_figures() -> Figures:
+    return Figures()
+
+
+class Progress:
+    """The progress of one run of ``command`` (see the module's docstring).
+
+    ``rows`` names what the rows column counts ("rows fetched", "rows sent").
+    """
+
+    def __init__(
+        self,
+        command: str,
+        out: IO[str] | None = None,
+        *,
+        mode: str = "auto",
+        every: float = 5.0,
+        rows: str = "rows",
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"progress mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.command = command
+        self._out = out if out is not None else sys.stderr
+        self._every = every
+        self._rows = rows
+        self._read: Callable[[], Figures] = no_figures
+        self._stage = "starting"
+        self._started = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._live: Any = None
+        self._console: Any = None
+        self._moved: list[tuple[logging.StreamHandler[Any], Any]] = []
+        self.mode = _chosen(mode, self._out)
+
+    # what the run tells it
+
+    def stage(self, name: str) -> None:
+        self._stage = name
+
+    def watch(self, read: Callable[[], Figures]) -> None:
+        """``read`` gives the figures from now on (called from another thread: it must
+        only read)."""
+        self._read = read
+
+    def say(self, line: str) -> None:
+        if self._console is not None:
+            self._console.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(line, file=self._out, flush=True)
+
+    # shown while the block runs
+
+    def __enter__(self) -> Progress:
+        self._started = time.perf_counter()
+        if self.mode == "live":
+            self._start_live()
+        elif self.mode == "plain":
+            self._thread = threading.Thread(
+                target=self._lines, name=f"{self.command}-progress", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._live is not None:
+            self._live.stop()
+            for handler, stream in self._moved:
+                handler.setStream(stream)
+            self._live = self._console = None
+
+    def line(self) -> str:
+        """The figures as one plain line."""
+        figures = self._read()
+        parts = [f"{name} {rows:,}" for name, rows in figures.rows_by.items()]
+        return (
+            f"{self.command}: {time.perf_counter() - self._started:5.1f}s  {self._stage}  "
+            f"{figures.requests:,} requests ({figures.retries:,} retried); "
+            f"{self._rows}: {', '.join(parts) or 'none yet'}"
+        )
+
+    def _lines(self) -> None:
+        while not self._stop.wait(self._every):
+            print(self.line(), file=self._out, flush=True)
+
+    def _start_live(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._console = Console(file=self._out)
+        self._live = Live(
+            _Display(self),
+            console=self._console,
+            refresh_per_second=REFRESHES_PER_SECOND,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._live.start()
+        # the log's handlers that write to this terminal write above the display instead
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and handler.stream is self._out:
+                self._moved.append((handler, handler.setStream(_Above(self._console))))
+
+    def table(self) -> Any:
+        """The live display's contents (rich renderables)."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        figures = self._read()
+        seconds = time.perf_counter() - self._started
+        title = Text(
+            f"{self.command}: {self._stage}  {seconds:.0f}s  {figures.requests:,} requests "
+            f"({figures.retries:,} retried)",
+            style="bold",
+        )
+        table = Table(box=None, pad_edge=False)
+        by_requests = bool(figures.requests_by)
+        table.add_column("")
+        if by_requests:
+            table.add_column("requests", justify="right")
+        table.add_column(self._rows, justify="right")
+        for name in dict.fromkeys([*figures.requests_by, *figures.rows_by]):
+            cells = [f"{figures.requests_by.get(name, 0):,}"] if by_requests else []
+            table.add_row(name, *cells, f"{figures.rows_by.get(name, 0):,}")
+        return Group(title, table)
+
+
+class _Display:
+    """Re-read on every refresh of the live display."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+
+    def __rich__(self) -> Any:
+        return self._progress.table()
+
+
+class _Above:
+    """A stream for the log's handler while the display is live: each line printed above it."""
+
+    def __init__(self, console: Any) -> None:
+        self._console = console
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self._console.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+
+def _chosen(mode: str, out: IO[str]) -> str:
+    if mode != "auto":
+        return mode
+    if not getattr(out, "isatty", lambda: False)():
+        return "plain"  # decided without importing rich (a pipe, a file, a test's capture)
+    from rich.console import Console
+
+    console = Console(file=out)
+    return "live" if console.is_terminal and not console.is_dumb_terminal else "plain"
