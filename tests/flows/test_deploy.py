@@ -19,7 +19,7 @@ from feedback_sync.warehouse.target import Target
 
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
-from tests.support.prefect_local import LocalPrefect, wait_for_runs
+from tests.support.prefect_local import ROOT, LocalPrefect, wait_for_runs
 from tests.sync.harness import COLUMNS, diff, expected_rows, landed_rows
 
 pytestmark = pytest.mark.slow
@@ -45,6 +45,25 @@ def _create_run(api: PrefectApi, deployment: str) -> str:
     found = api.get(f"deployments/name/{deployment}")
     run = api.post(f"deployments/{found['id']}/create_flow_run", {})
     return str(run["id"])
+
+
+def _triggered_push(api: PrefectApi, push_id: str, count: int) -> dict[str, Any]:
+    """The newest of the push deployment's runs once there are ``count``, completed."""
+    pushes = api.wait_for(
+        lambda: api.post("flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [push_id]}}}),
+        count,
+        timeout=90,
+    )
+    assert len(pushes) >= count, "the completed incremental run did not trigger the push"
+    newest = max(pushes, key=lambda r: r["created"])
+    done = wait_for_runs(api, [newest["id"]])[newest["id"]]
+    assert done["state"]["type"] == "COMPLETED", done["state"]
+    return done
+
+
+def _pushed_names(sandbox: RunningSandbox) -> list[str]:
+    dump = httpx.get(f"{sandbox.root_url}/_sandbox/dump", timeout=60).json()
+    return [f["name"] for f in dump["followers"] if f["email"] == "pushed@example.net"]
 
 
 def _slot_held(api: PrefectApi, flow_run_id: str) -> tuple[datetime, datetime]:
@@ -81,7 +100,8 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     stack.cli("--no-prompt", "deploy", "--all")
     deployments = {d["name"]: d for d in api.post("deployments/filter", {})}
     assert set(deployments) == {"incremental", "full", "after-incremental"}
-    assert deployments["after-incremental"]["parameters"] == {"apply": True}
+    # deploying everything schedules no write to the live API: the push previews
+    assert deployments["after-incremental"]["parameters"] == {"apply": False}
     incremental, full = deployments["incremental"], deployments["full"]
     assert incremental["work_pool_name"] == "feedback-sync"
     assert incremental["parameters"]["mode"] == "incremental"
@@ -114,20 +134,24 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     runs = wait_for_runs(api, [first])
     assert runs[first]["state"]["type"] == "COMPLETED", runs[first]["state"]
 
-    # its completion triggers feedback-push/after-incremental, which sends the curated row
+    # its completion triggers feedback-push/after-incremental: as deployed, a preview
     push_id = deployments["after-incremental"]["id"]
-    pushes = api.wait_for(
-        lambda: api.post("flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [push_id]}}}),
-        1,
-        timeout=90,
-    )
-    assert pushes, "the completed incremental run did not trigger the push deployment"
-    pushed = wait_for_runs(api, [pushes[0]["id"]])[pushes[0]["id"]]
-    assert pushed["state"]["type"] == "COMPLETED", pushed["state"]
-    dump = httpx.get(f"{sandbox.root_url}/_sandbox/dump", timeout=60).json()
-    assert [f["name"] for f in dump["followers"] if f["email"] == "pushed@example.net"] == [
-        "Pushed Person"
-    ]
+    previewed = _triggered_push(api, push_id, 1)
+    assert previewed["parameters"] == {"apply": False}
+    assert api.artifacts(artifact_key(Target(duckdb_path=tmp / "e2e.duckdb"), "push-preview"))
+    assert not _pushed_names(sandbox), "a push deployed by default wrote to the API"
+
+    # the opt-in the README gives: apply: true in prefect.yaml, that deployment deployed again
+    opted = tmp / "prefect.yaml"
+    yaml_text = (ROOT / "prefect.yaml").read_text()
+    assert yaml_text.count("      apply: false") == 1
+    opted.write_text(yaml_text.replace("      apply: false", "      apply: true"))
+    stack.cli("--no-prompt", "deploy", "--name", "after-incremental", "--prefect-file", str(opted))
+    second = _create_run(api, "feedback-sync/incremental")
+    assert wait_for_runs(api, [second])[second]["state"]["type"] == "COMPLETED"
+    applied = _triggered_push(api, push_id, 2)
+    assert applied["parameters"] == {"apply": True}
+    assert _pushed_names(sandbox) == ["Pushed Person"]
 
     # two overlapping runs, of both deployments: they take turns, and both succeed
     response = httpx.post(
@@ -182,8 +206,8 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
 
     # artifacts (one version per run) and asset events
     warehouse = Target(duckdb_path=tmp / "e2e.duckdb")
-    assert len(api.artifacts(artifact_key(warehouse, "rows"))) == 3
-    assert len(api.artifacts(artifact_key(warehouse, "report"))) == 3
+    assert len(api.artifacts(artifact_key(warehouse, "rows"))) == 4
+    assert len(api.artifacts(artifact_key(warehouse, "report"))) == 4
     assert api.artifacts(artifact_key(warehouse, "push-preview"))
     assert api.artifacts(artifact_key(warehouse, "push-results"))
     materialized = api.wait_for(lambda: list(api.materializations(first)), len(COLUMNS))
