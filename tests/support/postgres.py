@@ -3,8 +3,11 @@
 The sandbox stands in for the feedback service; this stands in for a team's warehouse
 server. ``running()`` makes a cluster with ``initdb`` in a new temporary folder, starts it on
 a free loopback port with password (SCRAM) authentication, yields its address, and stops
-and removes it afterwards. PostgreSQL refuses to run as root, so as root (CI) the server
-runs as the unprivileged user ``postgres`` (made by Debian's package), or ``nobody``.
+and removes it afterwards. ``running(auth="trust")`` lets every login in without a password
+(the role has none), and ``running(auth="peer")`` lets the account the tests run as in
+through the server's Unix socket as the role, by peer authentication (TCP still wants the
+password). PostgreSQL refuses to run as root, so as root (CI) the server runs as the
+unprivileged user ``postgres`` (made by Debian's package), or ``nobody``.
 
 The binaries come from ``FEEDBACK_SYNC_PG_BIN`` (a folder holding ``initdb`` and
 ``pg_ctl``), else the newest ``/usr/lib/postgresql/<version>/bin`` (Debian's layout), else
@@ -27,11 +30,17 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+from urllib.parse import quote
 
 ROLE = "feedback"
 START_TIMEOUT_S = 60
 # a test server: durability is not what is tested, speed is (the benchmark turns it back on)
 FAST_SETTINGS = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+# how the server authenticates: "password" (SCRAM; the role has a password), "trust" (no
+# password asked; the role has none), "peer" (the Unix socket lets the account running the
+# tests in as the role, through a pg_ident map; TCP wants the password)
+Auth = Literal["password", "trust", "peer"]
 
 
 class PostgresUnavailable(RuntimeError):
@@ -40,7 +49,8 @@ class PostgresUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Server:
-    """A running server: a role ``feedback`` with a password, owning database ``postgres``."""
+    """A running server: a role ``feedback`` owning database ``postgres``, with a password
+    (``password``, empty where the server trusts every login)."""
 
     host: str
     port: int
@@ -48,9 +58,16 @@ class Server:
     password: str
     folder: Path
 
-    def dsn(self, database: str = "postgres") -> str:
-        """The address with the password in it (dlt's ``DESTINATION__POSTGRES__CREDENTIALS``)."""
-        return f"postgresql://{self.user}:{self.password}@{self.host}:{self.port}/{database}"
+    def dsn(self, database: str = "postgres", *, with_password: bool = True) -> str:
+        """The address, with the password in it unless ``with_password`` is False (dlt's
+        ``DESTINATION__POSTGRES__CREDENTIALS``)."""
+        secret = f":{self.password}" if with_password and self.password else ""
+        return f"postgresql://{self.user}{secret}@{self.host}:{self.port}/{database}"
+
+    def socket_dsn(self, database: str = "postgres") -> str:
+        """The address through the server's Unix socket, no password: libpq's URI takes a
+        socket folder as the host, percent-encoded."""
+        return f"postgresql://{self.user}@{quote(str(self.folder), safe='')}:{self.port}/{database}"
 
     def create_database(self, name: str) -> str:
         """A new empty database; its address."""
@@ -60,7 +77,9 @@ class Server:
     def psql(self, sql: str, database: str = "postgres") -> str:
         """Runs ``sql`` with the server's own ``psql`` (tab-separated rows, no header)."""
         psql = _tool("psql")
-        env = {**os.environ, "PGPASSWORD": self.password}
+        env = {k: v for k, v in os.environ.items() if k != "PGPASSWORD"}
+        if self.password:
+            env["PGPASSWORD"] = self.password
         command = [str(psql), "-X", "-q", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1"]
         command += ["-h", self.host, "-p", str(self.port), "-U", self.user, "-d", database]
         done = subprocess.run(
@@ -118,11 +137,12 @@ def _run_as() -> pwd.struct_passwd | None:
 
 
 @contextlib.contextmanager
-def running(*, durable: bool = False) -> Iterator[Server]:
+def running(*, durable: bool = False, auth: Auth = "password") -> Iterator[Server]:
     """A started server, stopped and removed on exit.
 
     Args:
         durable: keep PostgreSQL's default durability (fsync); off by default for tests.
+        auth: how logins are authenticated (``Auth``).
 
     Raises:
         PostgresUnavailable: no binaries, or the server did not start (its log is quoted).
@@ -136,7 +156,7 @@ def running(*, durable: bool = False) -> Iterator[Server]:
     account = _run_as()
     folder = Path(tempfile.mkdtemp(prefix="feedback-sync-pg-"))
     data = folder / "data"
-    password = secrets.token_urlsafe(18)
+    password = "" if auth == "trust" else secrets.token_urlsafe(18)
     pwfile = folder / "pw"
     pwfile.write_text(password + "\n")
     pwfile.chmod(0o600)
@@ -145,12 +165,18 @@ def running(*, durable: bool = False) -> Iterator[Server]:
             os.chown(path, account.pw_uid, account.pw_gid)
     started = False
     try:
-        initdb = [str(folder_bin / "initdb"), "-D", str(data), "-U", ROLE, "--pwfile", str(pwfile)]
-        initdb += ["-A", "scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"]
+        initdb = [str(folder_bin / "initdb"), "-D", str(data), "-U", ROLE]
+        if auth == "trust":
+            initdb += ["-A", "trust"]
+        else:
+            initdb += ["--pwfile", str(pwfile), "-A", "scram-sha-256"]
+        initdb += ["-E", "UTF8", "--locale=C", "--no-sync"]
         done = _run(initdb, account)
         if done.returncode != 0:
             raise PostgresUnavailable(f"initdb failed: {done.stderr.strip()}")
         pwfile.unlink()
+        if auth == "peer":
+            _allow_peer(data)
         settings = ["listen_addresses=127.0.0.1", f"unix_socket_directories={folder}"]
         settings += [] if durable else list(FAST_SETTINGS)
         log = folder / "server.log"
@@ -171,6 +197,17 @@ def running(*, durable: bool = False) -> Iterator[Server]:
             stop = [str(folder_bin / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]
             _run(stop, account)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _allow_peer(data: Path) -> None:
+    """The socket lets in the account running the tests (its name, as the server sees the
+    peer's) as the role ``ROLE``; TCP keeps SCRAM. The files stay the server account's."""
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    with (data / "pg_ident.conf").open("a") as ident:
+        ident.write(f"tests {me} {ROLE}\n")
+    (data / "pg_hba.conf").write_text(
+        "local all all peer map=tests\nhost all all 127.0.0.1/32 scram-sha-256\n"
+    )
 
 
 def _run(command: list[str], account: pwd.struct_passwd | None) -> subprocess.CompletedProcess[str]:

@@ -15,8 +15,12 @@ import re
 from feedback_sync.errors import ConfigError, FeedbackError, LoadFailed, WarehouseBusy
 
 LOCKED = "Could not set lock on file"
+# libpq's words when the server wants a password and libpq found none (not in the connection
+# string, not in PGPASSWORD, not in the password file), and when it was the wrong one
+NO_PASSWORD = "no password supplied"
+WRONG_PASSWORD = "password authentication failed"
 # a destination server that refused the credentials (libpq's words): configuration, exit 2
-REFUSED_LOGIN = ("password authentication failed", "no password supplied", "does not exist")
+REFUSED_LOGIN = (WRONG_PASSWORD, NO_PASSWORD, "does not exist")
 NO_SPACE = "No space left on device"  # strerror(ENOSPC), as DuckDB and the OS word it
 # where a warehouse names the column it could not convert a value into
 _SOURCE_COLUMN = re.compile(r'source column "?([^"\s]+)"?')
@@ -66,6 +70,22 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     for error in chain:
         if _cannot_connect(error):
             first = _first_line(error)
+            if NO_PASSWORD in first:
+                return (
+                    f"the destination's server wants a password and none was given ({first}): "
+                    "put it in the connection string (DESTINATION__POSTGRES__CREDENTIALS="
+                    "postgresql://USER:PASSWORD@HOST:PORT/DATABASE), or in PGPASSWORD, or as "
+                    "a line HOST:PORT:DATABASE:USER:PASSWORD in ~/.pgpass (chmod 600; "
+                    "PGPASSFILE names another file)",
+                    2,
+                )
+            if WRONG_PASSWORD in first:
+                return (
+                    f"the destination refused the login: {first} (check the user and the "
+                    "password: libpq takes the connection string's, else PGPASSWORD, else "
+                    "the one in ~/.pgpass)",
+                    2,
+                )
             if any(words in first for words in REFUSED_LOGIN):
                 return (
                     f"the destination refused the login: {first} (check "

@@ -30,9 +30,20 @@ class Postgres(SqlTarget):
     loader_file_format: ClassVar[str | None] = "insert_values"
 
     def dlt_destination(self) -> Any:
+        """dlt's postgres destination with the credentials resolved here, where a password
+        is optional: without one, libpq finds it as ``psql`` would (``PGPASSWORD``, the
+        password file) or the server asks for none (``postgres_credentials.py``). Where
+        they do not resolve even so, dlt resolves them itself and says what is missing."""
         # without psycopg2, dlt's own error names missing credentials, not the driver
         require("postgres", "the PostgreSQL destination")
-        return self.destination
+        import dlt
+
+        from feedback_sync.warehouse.postgres_credentials import resolve_credentials
+
+        credentials = resolve_credentials(self.pipeline_name)
+        if credentials is None:
+            return self.destination
+        return dlt.destinations.postgres(credentials=credentials)
 
     def location(self) -> str:
         """The server and database from dlt's configuration (nothing is opened)."""
