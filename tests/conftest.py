@@ -119,6 +119,7 @@ FILE_SECONDS = {
     "tests/postgres/test_sync_postgres.py": 25,
     "tests/postgres/test_models_postgres.py": 15,
     "tests/postgres/test_passwordless.py": 25,
+    "tests/models/test_warehouse_file_names.py": 18,
     "tests/sync/test_json_output.py": 8,
     "tests/sync/test_progress.py": 8,
     "tests/sync/test_cron_recipe.py": 9,

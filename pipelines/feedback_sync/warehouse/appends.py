@@ -69,14 +69,26 @@ def warehouse_tables(pipeline: Pipeline, duckdb_file: Path | None) -> frozenset[
         return frozenset()
 
 
+def _owed(pipeline: Pipeline, client: SqlClientBase[Any]) -> str:
+    """The record's table, as ``OWED``; on DuckDB with the file's catalog in front: DuckDB
+    names the catalog after the file, and in ``_feedback_sync.duckdb`` the two-part name is
+    ambiguous between that catalog and the schema (DuckDB's Binder Error)."""
+    if pipeline.destination.destination_name != "duckdb":
+        return OWED
+    rows = client.execute_sql("select current_database()")
+    catalog = str(rows[0][0]).replace('"', '""') if rows else ""
+    return f'"{catalog}".{OWED}' if catalog else OWED
+
+
 def owe(pipeline: Pipeline, existing: Iterable[str]) -> None:
     """Records, before a load, that every table not in ``existing`` (the tables the
     warehouse has now) may be appended to by it and is owed a ``settle``."""
     with pipeline.sql_client() as client:
+        owed = _owed(pipeline, client)
         client.execute_sql(f'create schema if not exists "{SCHEMA}"')
-        client.execute_sql(f"create table if not exists {OWED} (dataset_name text, existing text)")
+        client.execute_sql(f"create table if not exists {owed} (dataset_name text, existing text)")
         client.execute_sql(
-            f"insert into {OWED} values (%s, %s)",
+            f"insert into {owed} values (%s, %s)",
             client.dataset_name,
             json.dumps(sorted(existing)),
         )
@@ -101,8 +113,9 @@ def settle(pipeline: Pipeline) -> dict[str, int]:
         )
         if not made:
             return {}
+        owed_table = _owed(pipeline, client)
         records = client.execute_sql(
-            f"select existing from {OWED} where dataset_name = %s", client.dataset_name
+            f"select existing from {owed_table} where dataset_name = %s", client.dataset_name
         )
         if not records:
             return {}
@@ -122,7 +135,7 @@ def settle(pipeline: Pipeline) -> dict[str, int]:
                         settled[table] = count
             if schema is not None:
                 client.execute_sql(
-                    f"delete from {OWED} where dataset_name = %s", client.dataset_name
+                    f"delete from {owed_table} where dataset_name = %s", client.dataset_name
                 )
     return settled
 

@@ -157,9 +157,13 @@ class Delta(Target):
     def models_file(self) -> Path:
         return self.delta_dir / MODELS_DUCKDB
 
+    def duckdb_files(self) -> list[tuple[Path, bool]]:
+        return [(self.models_file(), False)]
+
     def open_models(
         self, *, read_only: bool = False, building: bool = False
     ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
+        self.check_duckdb_name()
         return open_duckdb_models(self.models_file(), read_only=read_only, create=building)
 
     def prepare_models(self, engine: Engine) -> None:

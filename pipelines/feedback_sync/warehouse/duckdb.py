@@ -30,6 +30,10 @@ from feedback_sync.warehouse.target import (
     duckdb_memory_limit,
 )
 
+# the catalog name a models DuckDB file is attached under (``open_models_file``): not a
+# plain identifier, so never a schema's name (the product's schemas, or a --dataset)
+MODELS_CATALOG = "feedback-sync warehouse"
+
 # dlt's typed JSON marks decimals, datetimes, dates, ... with a first character from this
 # range (dlt.common.json, PUA_START 0xf026 unless DLT_JSON_TYPED_PUA_START moves it)
 _TYPED_MARKS = frozenset(chr(c) for c in range(0xF026, 0xF026 + 8))
@@ -66,6 +70,9 @@ class DuckDb(SqlTarget):
 
     def writer_name(self) -> tuple[str, str, str]:
         return "duckdb", self._file().stem, "warehouse"
+
+    def duckdb_files(self) -> list[tuple[Path, bool]]:
+        return [(self._file(), True)]  # the models are built in the same file
 
     def _file(self) -> Path:
         path = self.duckdb_file()
@@ -107,6 +114,7 @@ class DuckDb(SqlTarget):
     def open_models(
         self, *, read_only: bool = False, building: bool = False
     ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
+        self.check_duckdb_name()
         return open_duckdb_models(
             self.models_file(),
             read_only=read_only,
@@ -233,17 +241,37 @@ def _has_typed(value: Any) -> bool:
 def open_models_file(path: Path, *, read_only: bool = False) -> duckdb_module.DuckDBPyConnection:
     """A connection to a models DuckDB file, with the sync's memory limit.
 
+    The file is attached under a catalog name of its own (``MODELS_CATALOG``) instead of
+    being opened as the connection's database, which DuckDB names after the file: in
+    ``marts.duckdb`` the catalog is ``marts``, and ``marts.x`` is then ambiguous between that
+    catalog and the schema ``marts`` (DuckDB's Binder Error), as are ``staging.x`` in
+    ``staging.duckdb`` and ``push.x`` in ``push.duckdb``. Under its own name every
+    ``schema.relation`` the models, the report and the push write means the schema, whatever
+    the file is called. The name is not stored: a view keeps its SQL as written (schema and
+    relation), so the file opened directly, or renamed, reads the same views and tables.
+    (A file named like the dataset cannot work even so: ``Target.check_duckdb_name``.)
+
     Raises:
         ModelError: the file cannot be opened (say, a sync holds it).
     """
     import duckdb
 
+    quoted = str(path).replace("'", "''")
+    mode = " (read_only)" if read_only else ""
+    con = None
     try:
-        return duckdb.connect(
-            str(path), read_only=read_only, config={"memory_limit": duckdb_memory_limit()}
+        # DuckDB spills beside a file it opens itself (``<file>.tmp``); an in-memory
+        # database would spill into the current folder
+        con = duckdb.connect(
+            config={"memory_limit": duckdb_memory_limit(), "temp_directory": f"{path}.tmp"}
         )
+        con.execute(f"attach '{quoted}' as \"{MODELS_CATALOG}\"{mode}")
+        con.execute(f'use "{MODELS_CATALOG}"')
     except duckdb.Error as exc:
+        if con is not None:
+            con.close()
         raise ModelError(f"cannot open {path}: {exc}") from None
+    return con
 
 
 def _duckdb_file_destination(path: Path, pipeline_name: str) -> Any:

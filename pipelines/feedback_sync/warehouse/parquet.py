@@ -46,6 +46,9 @@ class Parquet(DuckDb):
     def duckdb_file(self) -> Path | None:
         return self.parquet_dir / WORKING_DIR / "work.duckdb"
 
+    def duckdb_files(self) -> list[tuple[Path, bool]]:
+        return [(self._file(), False), (self.models_file(), False)]
+
     def describe(self) -> str:
         return f"Parquet files in {self.parquet_dir}/"
 
@@ -92,6 +95,7 @@ class Parquet(DuckDb):
     def open_models(
         self, *, read_only: bool = False, building: bool = False
     ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
+        self.check_duckdb_name()
         if building and not any(self.parquet_dir.glob("*.parquet")):
             # before the models file is made: a mistyped folder is left as it was
             raise ModelError(f"no Parquet files in {self.parquet_dir}/: run a sync first")

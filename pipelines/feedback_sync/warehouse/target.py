@@ -190,14 +190,54 @@ class Target:
         run's)."""
         return None
 
+    def duckdb_files(self) -> list[tuple[Path, bool]]:
+        """The DuckDB files this target writes (dlt's, the models'), each with whether the
+        user names it or its name is fixed (for ``check_duckdb_name``)."""
+        return []
+
     def check_duckdb_name(self) -> None:
-        """DuckDB names the catalog after the file: "feedback.feedback" would be ambiguous."""
-        path = self.duckdb_file()
-        if path is not None and path.stem == self.dataset:
-            raise ConfigError(
-                f"the DuckDB file {path} is named like the dataset {self.dataset!r}; "
-                "rename the file or pass another --dataset"
-            )
+        """Refuses, before anything runs, a DuckDB file whose name no run can work with.
+
+        DuckDB names a file's catalog after the file (``_duckdb_catalog``), and a two-part
+        name whose first part is both that catalog and a schema is ambiguous (its Binder
+        Error). The models, the report and the push open the file under a catalog name of
+        their own (``duckdb.open_models_file``), so the file may be named like any schema
+        they make (``marts.duckdb``, ``staging.duckdb``, ``push.duckdb``). dlt's load,
+        though, writes ``<dataset>.<table>`` and ``information_schema.<view>`` into the file
+        under its own name, and the staging views keep ``<dataset>.<table>`` in their SQL,
+        read as written when someone opens the file directly: a file named like the
+        dataset, or like ``information_schema``, cannot work either way.
+
+        Raises:
+            ConfigError: one line naming the file and what to change.
+        """
+        # dlt's merges also write the staging dataset (``<dataset>_staging``, dlt's
+        # ``staging_dataset_name_layout``) by its two-part name
+        datasets = {self.dataset.casefold(), f"{self.dataset}_staging".casefold()}
+        for path, named_by_user in self.duckdb_files():
+            catalog = _duckdb_catalog(path)
+            if catalog.casefold() in datasets:
+                fix = (
+                    "rename the file or pass another --dataset"
+                    if named_by_user
+                    else "pass another --dataset"
+                )
+                which = (
+                    f"the dataset {self.dataset!r}"
+                    if catalog.casefold() == self.dataset.casefold()
+                    else f"dlt's staging dataset {self.dataset + '_staging'!r}"
+                )
+                raise ConfigError(
+                    f"the DuckDB file {path} is named like {which} "
+                    f"(DuckDB names the file's catalog {catalog!r}, and {catalog}.<table> "
+                    f"would be ambiguous); {fix}"
+                )
+            if catalog.casefold() == "information_schema":
+                raise ConfigError(
+                    f"the DuckDB file {path} is named like DuckDB's information_schema "
+                    "(dlt's load reads information_schema.<view>, which the file's name "
+                    "makes ambiguous); rename the file"
+                )
 
     def describe(self) -> str:
         return f"{self.destination} (dataset {self.dataset})"
@@ -394,6 +434,14 @@ class Target:
         """What a models build leaves beside the warehouse: the marts (``marts``, rows per
         mart of ``schema``) as files. ``reused``: the build was skipped, inputs unchanged."""
         return None  # the marts are tables of the warehouse
+
+
+def _duckdb_catalog(path: Path) -> str:
+    """The catalog DuckDB names the database in the file ``path`` (its
+    ``ExtractDatabaseName``): the file's name up to its first dot (``marts.v2.duckdb`` ->
+    ``marts``; leading dots skipped), with ``_db`` added to ``main``, ``temp`` and ``system``."""
+    name = next((part for part in path.name.split(".") if part), "")
+    return f"{name}_db" if name in ("main", "temp", "system") else name
 
 
 def _dlt_settings_files() -> list[Path]:
