@@ -76,6 +76,7 @@ class Progress:
         self._live: Any = None
         self._console: Any = None
         self._moved: list[tuple[logging.StreamHandler[Any], Any]] = []
+        self._writing = threading.Lock()  # one line at a time, whole, from any thread
         self.mode = _chosen(mode, self._out)
 
     # what the run tells it
@@ -92,7 +93,12 @@ class Progress:
         if self._console is not None:
             self._console.print(line, markup=False, highlight=False, soft_wrap=True)
         else:
-            print(line, file=self._out, flush=True)
+            self._write(line)
+
+    def _write(self, line: str) -> None:
+        with self._writing:
+            self._out.write(line + "\n")
+            self._out.flush()
 
     # shown while the block runs
 
@@ -122,9 +128,19 @@ class Progress:
                 handler.setStream(stream)
             self._live = self._console = None
 
+    def _figures(self) -> Figures | None:
+        """The run's figures, or None where reading them failed (shown as such: a display
+        must never end a run, nor print a traceback from its thread)."""
+        try:
+            return self._read()
+        except Exception:
+            return None
+
     def line(self) -> str:
         """The figures as one plain line."""
-        figures = self._read()
+        figures = self._figures()
+        if figures is None:
+            return f"{self.command}: {self._stage}  (figures unavailable)"
         parts = [f"{name} {rows:,}" for name, rows in figures.rows_by.items()]
         return (
             f"{self.command}: {time.perf_counter() - self._started:5.1f}s  {self._stage}  "
@@ -134,7 +150,10 @@ class Progress:
 
     def _lines(self) -> None:
         while not self._stop.wait(self._every):
-            print(self.line(), file=self._out, flush=True)
+            try:
+                self._write(self.line())
+            except (OSError, ValueError):  # the stream was closed under us
+                return
 
     def _start_live(self) -> None:
         from rich.console import Console
@@ -146,14 +165,25 @@ class Progress:
             console=self._console,
             refresh_per_second=REFRESHES_PER_SECOND,
             transient=True,
-            redirect_stdout=False,
-            redirect_stderr=False,
+            redirect_stdout=False,  # stdout is the summary's (or the --json document's)
+            # what is written to sys.stderr while the display is live (a log handler made
+            # meanwhile, dlt's included: dlt makes its own when a pipeline is made) goes
+            # above the display, through rich's proxy
+            redirect_stderr=True,
         )
         self._live.start()
-        # the log's handlers that write to this terminal write above the display instead
-        for handler in logging.getLogger().handlers:
-            if isinstance(handler, logging.StreamHandler) and handler.stream is self._out:
-                self._moved.append((handler, handler.setStream(_Above(self._console))))
+        # and the log handlers made before, which hold the terminal's stream itself (the
+        # root logger's, dlt's own when it was made earlier)
+        loggers = [logging.getLogger()] + [
+            logger
+            for logger in list(logging.Logger.manager.loggerDict.values())
+            if isinstance(logger, logging.Logger)
+        ]
+        above = _Above(self._console)
+        for logger in loggers:
+            for handler in logger.handlers:
+                if isinstance(handler, logging.StreamHandler) and handler.stream is self._out:
+                    self._moved.append((handler, handler.setStream(above)))
 
     def table(self) -> Any:
         """The live display's contents (rich renderables)."""
@@ -161,8 +191,10 @@ class Progress:
         from rich.table import Table
         from rich.text import Text
 
-        figures = self._read()
+        figures = self._figures()
         seconds = time.perf_counter() - self._started
+        if figures is None:
+            return Text(f"{self.command}: {self._stage}  {seconds:.0f}s  (figures unavailable)")
         title = Text(
             f"{self.command}: {self._stage}  {seconds:.0f}s  {figures.requests:,} requests "
             f"({figures.retries:,} retried)",

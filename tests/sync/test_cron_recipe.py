@@ -85,7 +85,8 @@ def test_the_recipe_runs_in_order_against_the_sandbox(
         "LOGNAME": os.environ.get("LOGNAME", "root"),
         "SHELL": variables["SHELL"],
         "PATH": variables["PATH"].replace("/home/me/.local/bin", str(Path(sys.executable).parent)),
-        "RUNTIME__DLTHUB_TELEMETRY": "false",
+        # not cron's: root's dlt working folder is /var/dlt, shared by the tests running at once
+        "DLT_DATA_DIR": str(tmp_path / "dlt"),
     }
 
     def run(command: str) -> None:

@@ -66,7 +66,7 @@ ACTIONS = ["create", "update", "delete", "unchanged", "invalid", "rejected", "he
 CHECK_KEYS = [*ENVELOPE, "seconds", "checks"]
 
 
-def _env(server: RunningSandbox) -> dict[str, str]:
+def _env(server: RunningSandbox, folder: Path) -> dict[str, str]:
     clean = {
         k: v
         for k, v in os.environ.items()
@@ -76,6 +76,7 @@ def _env(server: RunningSandbox) -> dict[str, str]:
         "SOURCES__FEEDBACK__BASE_URL": server.base_url,
         "SOURCES__FEEDBACK__API_KEY": server.api_key,
         "PUSH__NOTE_AUTHOR_EMAIL": "feedback-bot@example.net",
+        "DLT_DATA_DIR": str(folder / "dlt"),  # dlt's working folder: this test's own
     }
 
 
@@ -93,7 +94,7 @@ def _json(cwd: Path, env: dict[str, str], *args: str, code: int = 0) -> dict[str
 
 @pytest.mark.slow
 def test_sync_status_push_and_check_documents(live_sandbox: RunningSandbox, tmp_path: Path) -> None:
-    env = _env(live_sandbox)
+    env = _env(live_sandbox, tmp_path)
     dump = httpx.get(live_sandbox.base_url.removesuffix("/v1") + "/_sandbox/dump").json()
 
     check = _json(tmp_path, env, "check")
@@ -213,3 +214,21 @@ def test_an_unexpected_error_is_one_line_and_a_trace_file(
     assert f"feedback-sync {__version__}" in text
     assert "hunter22" not in text and "sk-live-0123456789" not in text
     assert oct(trace.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``status --json | true``: the pipe closes before the document is written; the
+    command stops with the shell's SIGPIPE code, and no traceback."""
+    process = subprocess.Popen(
+        [*CLI, "status", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("DESTINATION__")},
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before anything was written
+    err = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 141, err
+    assert err == ""

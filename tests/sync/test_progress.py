@@ -23,7 +23,7 @@ CLI = [str(Path(sys.executable).with_name("feedback-sync"))]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _env(server: RunningSandbox) -> dict[str, str]:
+def _env(server: RunningSandbox, folder: Path) -> dict[str, str]:
     clean = {
         k: v
         for k, v in os.environ.items()
@@ -33,6 +33,7 @@ def _env(server: RunningSandbox) -> dict[str, str]:
         "SOURCES__FEEDBACK__BASE_URL": server.base_url,
         "SOURCES__FEEDBACK__API_KEY": server.api_key,
         "PUSH__NOTE_AUTHOR_EMAIL": "feedback-bot@example.net",
+        "DLT_DATA_DIR": str(folder / "dlt"),  # dlt's working folder: this test's own
         "COLUMNS": "120",
         "TERM": "xterm-256color",
     }
@@ -67,7 +68,7 @@ def _on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int
 
 @pytest.mark.slow
 def test_a_terminal_gets_the_live_display(live_sandbox: RunningSandbox, tmp_path: Path) -> None:
-    env = _env(live_sandbox)
+    env = _env(live_sandbox, tmp_path)
     # a slower server, so that the display redraws during the fetch
     control = live_sandbox.base_url.removesuffix("/v1") + "/_sandbox/settings"
     httpx.post(control, json={"latency_ms": 30}, timeout=30).raise_for_status()
@@ -100,7 +101,7 @@ def test_pipes_get_plain_lines_naming_the_stage(
     done = subprocess.run(
         [*CLI, "sync", "--full", "--progress-every", "0.05"],
         cwd=tmp_path,
-        env=_env(live_sandbox),
+        env=_env(live_sandbox, tmp_path),
         capture_output=True,
         text=True,
         timeout=240,
@@ -114,7 +115,7 @@ def test_pipes_get_plain_lines_naming_the_stage(
     off = subprocess.run(
         [*CLI, "sync", "--progress", "off", "--progress-every", "0.05"],
         cwd=tmp_path,
-        env=_env(live_sandbox),
+        env=_env(live_sandbox, tmp_path),
         capture_output=True,
         text=True,
         timeout=240,

@@ -43,12 +43,30 @@ def test_a_folder_without_settings_runs_without_telemetry(tmp_path: Path) -> Non
     assert "nanobind" not in done.stderr
 
 
+def test_the_config_init_writes_leaves_telemetry_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its config.toml names dlthub_telemetry in a comment: no choice. (Taken for one, it
+    left dlt's tracker thread running, and a sync from cron waited on it at exit.)"""
+    from feedback_sync.app.init import init
+
+    monkeypatch.setenv(telemetry.ENV, "")  # restored after the test, which sets it
+    for name in [n for n in os.environ if n.endswith(telemetry.ENV)]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("DLT_PROJECT_DIR", str(tmp_path))
+    init(tmp_path)
+    assert "dlthub_telemetry" in (tmp_path / ".dlt" / "config.toml").read_text()
+    assert telemetry.telemetry_off_unless_chosen() is True
+    assert os.environ[telemetry.ENV] == "false"
+
+
 @pytest.mark.parametrize(
     "chosen",
     [
         {"env": "RUNTIME__DLTHUB_TELEMETRY"},
         {"env": "FEEDBACK_SYNC__RUNTIME__DLTHUB_TELEMETRY"},
         {"file": "[runtime]\ndlthub_telemetry = true\n"},
+        {"file": "[runtime]\n# a comment\ndlthub_telemetry = false\n"},
     ],
 )
 def test_a_users_own_choice_is_left_alone(

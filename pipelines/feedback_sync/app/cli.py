@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import io
 import ipaddress
 import json
 import logging
@@ -231,7 +232,10 @@ def _run_check(args: argparse.Namespace) -> int:
     if args.json:
         from feedback_sync.app.documents import check_document
 
-        _print_json(check_document(result))
+        document = check_document(result)
+        _print_json(document)
+        if document["error"]:
+            print(f"feedback-sync check: error: {document['error']}", file=sys.stderr)
     else:
         print(result.report())
     return result.exit_code()
@@ -724,6 +728,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dispatch(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+# the exit code of a command whose reader went away (`status | head`): what a shell reports
+# for a process that SIGPIPE ended (128 + 13), without the signal
+READER_GONE = 141
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe: stop quietly. Python's own advice: point stdout at
+    /dev/null, so the flush at exit cannot fail again (and print a traceback)."""
+    # stdout that is no file (a test's capture) has nothing to flush
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return READER_GONE
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -757,7 +779,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return _fail(args, str(exc), 2)
     except KeyboardInterrupt:
-        return 130
+        return _fail(args, "interrupted; the next run resumes from the last committed state", 130)
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as exc:
         from feedback_sync.app.failures import explain
 
@@ -768,9 +792,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _fail(args: argparse.Namespace, message: str, code: int) -> int:
-    print(f"feedback-sync {args.command}: error: {message}", file=sys.stderr, flush=True)
-    if getattr(args, "json", False):
-        _print_json(_error_document(args.command, code, message))
+    from feedback_sync.redaction import SCRUBBER
+
+    message = SCRUBBER.scrub(message)  # the messages never carry a secret; a last guard
+    try:
+        print(f"feedback-sync {args.command}: error: {message}", file=sys.stderr, flush=True)
+        if getattr(args, "json", False):
+            _print_json(_error_document(args.command, code, message))
+    except BrokenPipeError:
+        return _reader_gone()
     return code
 
 
@@ -828,8 +858,9 @@ def run() -> None:
             thread.join()  # as the interpreter's own exit does, before the exit handlers
     atexit._run_exitfuncs()  # what sys.exit would run; os._exit runs none
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # a reader that went away: nothing more to say
+            stream.flush()
     os._exit(code)
 
 

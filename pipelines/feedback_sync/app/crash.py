@@ -9,9 +9,10 @@ set; ``FEEDBACK_SYNC_ERROR_DIR`` chooses another folder; the system's temporary 
 where none of these can be written), and the command line prints that file's path.
 
 What is scrubbed: the API key and any secret a run registered (``redaction.SCRUBBER``),
-``api_key=`` in a URL, a password in a URL's user part, and every string value of the
-settings' ``secrets.toml`` files and of the environment variables whose names say they hold
-a secret.
+``api_key=`` in a URL, a password in a URL's user part, and the values of the settings and
+environment variables whose names say they hold a secret (a key, password, token, secret or
+credentials; in ``secrets.toml``, where dlt users also keep a host or a database name, only
+those, so the trace keeps its paths and names readable).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from feedback_sync import __version__
 from feedback_sync.redaction import SCRUBBER
 
 ERROR_DIR_VARIABLE = "FEEDBACK_SYNC_ERROR_DIR"
-# environment variables whose values are secrets, by a part of their name
-_SECRET_NAMES = ("API_KEY", "PASSWORD", "SECRET", "TOKEN")
+# settings and environment variables whose values are secrets, by a part of their name
+_SECRET_NAMES = ("KEY", "PASSWORD", "SECRET", "TOKEN", "CREDENTIALS")
 _SHORTEST_SECRET = 4  # shorter strings would blank out ordinary words of the trace
 
 
@@ -75,7 +76,7 @@ def write_trace(command: str, exc: BaseException) -> Path:
 
 def _known_secrets() -> Iterator[str]:
     for name, value in os.environ.items():
-        if any(part in name.upper() for part in _SECRET_NAMES) and len(value) >= _SHORTEST_SECRET:
+        if _secret_name(name) and len(value) >= _SHORTEST_SECRET:
             yield value
     from feedback_sync.app.settings_files import settings_files
 
@@ -84,18 +85,24 @@ def _known_secrets() -> Iterator[str]:
             continue
         try:
             with path.open("rb") as fh:
-                yield from _strings(tomllib.load(fh))
+                yield from _strings(tomllib.load(fh), secret=False)
         except (OSError, ValueError):
             continue
 
 
-def _strings(value: Any) -> Iterator[str]:
+def _secret_name(name: str) -> bool:
+    return any(part in name.upper() for part in _SECRET_NAMES)
+
+
+def _strings(value: Any, *, secret: bool) -> Iterator[str]:
+    """The strings whose own key says it holds a secret (``api_key``, ``password``, a
+    ``credentials`` string); a ``host`` or ``database`` beside a password is no secret."""
     if isinstance(value, str):
-        if len(value) >= _SHORTEST_SECRET:
+        if secret and len(value) >= _SHORTEST_SECRET:
             yield value
     elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
+        for name, item in value.items():
+            yield from _strings(item, secret=_secret_name(str(name)))
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from _strings(item, secret=secret)

@@ -20,6 +20,7 @@ import dataclasses
 import datetime
 import decimal
 import json
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +47,21 @@ def envelope(command: str, exit_code: int, error: str | None = None) -> dict[str
 
 
 def dumps(document: Mapping[str, Any]) -> str:
-    """The document as JSON: timestamps as ISO 8601 text, exact decimals as text."""
-    return json.dumps(document, default=_plain, ensure_ascii=False, indent=2)
+    """The document as JSON: timestamps as ISO 8601 text, exact decimals as text, a float
+    that JSON cannot hold (NaN, infinity) as null."""
+    return json.dumps(
+        _finite(document), default=_plain, ensure_ascii=False, indent=2, allow_nan=False
+    )
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _plain(value: Any) -> Any:
@@ -210,7 +224,8 @@ def _target_plan(result: PushResult, plan: Any, samples: int) -> dict[str, Any]:
 def check_document(result: CheckResult) -> dict[str, Any]:
     code = result.exit_code()
     failed = [o.name for o in result.outcomes if not o.ok]
-    document = envelope("check", code, f"checks failed: {', '.join(failed)}" if failed else None)
+    error = f"{len(failed)} of {len(result.outcomes)} checks failed ({', '.join(failed)})"
+    document = envelope("check", code, error if failed else None)
     document.update(
         {
             "seconds": round(result.seconds, 3),

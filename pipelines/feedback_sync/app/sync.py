@@ -319,12 +319,12 @@ def _extract(
         if selected:
             source = source.with_resources(*selected)
         chosen = list(source.selected_resources)
+        out.stage("extract")
         out.say(
             f"sync: {'full' if run.full else 'incremental'} run of {', '.join(chosen)} "
             f"from {redact_url(run.settings.base_url)} into {target.describe()}"
         )
         fmt: Any = target.loader_file_format
-        out.stage("extract")
         out.watch(lambda: _figures(run))
         with result.timed("fetch"):
             extract_info = pipeline.extract(

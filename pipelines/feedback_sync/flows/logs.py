@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,22 +25,26 @@ class RunLogStream(io.TextIOBase):
     def __init__(self, logger: Any) -> None:
         self._logger = logger
         self._buffer = ""
+        # the run's own lines and its progress thread's write at once
+        self._lock = threading.Lock()
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        self._buffer += text
-        *lines, self._buffer = self._buffer.split("\n")
+        with self._lock:
+            self._buffer += text
+            *lines, self._buffer = self._buffer.split("\n")
         for line in lines:
             if line.strip():
                 self._logger.info(SCRUBBER.scrub(line))
         return len(text)
 
     def flush(self) -> None:
-        if self._buffer.strip():
-            self._logger.info(SCRUBBER.scrub(self._buffer))
-        self._buffer = ""
+        with self._lock:
+            rest, self._buffer = self._buffer, ""
+        if rest.strip():
+            self._logger.info(SCRUBBER.scrub(rest))
 
 
 class _ToRunLogger(logging.Handler):
