@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,8 @@ from feedback_sync.app import cli
 from feedback_sync.package_data import package_path
 from feedback_sync.sandbox.server import RunningSandbox
 
-CLI = [str(Path(sys.executable).with_name("feedback-sync"))]
+from tests.support.cli import CLI, cli_env
+
 ENVELOPE = ["format", "version", "command", "ok", "exit_code", "error"]
 SYNC_KEYS = [
     *ENVELOPE,
@@ -66,20 +66,6 @@ ACTIONS = ["create", "update", "delete", "unchanged", "invalid", "rejected", "he
 CHECK_KEYS = [*ENVELOPE, "seconds", "checks"]
 
 
-def _env(server: RunningSandbox, folder: Path) -> dict[str, str]:
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SOURCES__", "DESTINATION__", "DLT_", "PUSH__", "MODELS__"))
-    }
-    return clean | {
-        "SOURCES__FEEDBACK__BASE_URL": server.base_url,
-        "SOURCES__FEEDBACK__API_KEY": server.api_key,
-        "PUSH__NOTE_AUTHOR_EMAIL": "feedback-bot@example.net",
-        "DLT_DATA_DIR": str(folder / "dlt"),  # dlt's working folder: this test's own
-    }
-
-
 def _json(cwd: Path, env: dict[str, str], *args: str, code: int = 0) -> dict[str, Any]:
     done = subprocess.run(
         [*CLI, *args, "--json"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
@@ -94,7 +80,7 @@ def _json(cwd: Path, env: dict[str, str], *args: str, code: int = 0) -> dict[str
 
 @pytest.mark.slow
 def test_sync_status_push_and_check_documents(live_sandbox: RunningSandbox, tmp_path: Path) -> None:
-    env = _env(live_sandbox, tmp_path)
+    env = cli_env(live_sandbox, tmp_path)
     dump = httpx.get(live_sandbox.base_url.removesuffix("/v1") + "/_sandbox/dump").json()
 
     check = _json(tmp_path, env, "check")

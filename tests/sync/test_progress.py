@@ -9,7 +9,6 @@ import re
 import select
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,24 +18,13 @@ from feedback_sync.package_data import package_path
 from feedback_sync.progress import Figures, Progress
 from feedback_sync.sandbox.server import RunningSandbox
 
-CLI = [str(Path(sys.executable).with_name("feedback-sync"))]
+from tests.support.cli import CLI, cli_env
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def _env(server: RunningSandbox, folder: Path) -> dict[str, str]:
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SOURCES__", "DESTINATION__", "DLT_", "PUSH__", "MODELS__"))
-    }
-    return clean | {
-        "SOURCES__FEEDBACK__BASE_URL": server.base_url,
-        "SOURCES__FEEDBACK__API_KEY": server.api_key,
-        "PUSH__NOTE_AUTHOR_EMAIL": "feedback-bot@example.net",
-        "DLT_DATA_DIR": str(folder / "dlt"),  # dlt's working folder: this test's own
-        "COLUMNS": "120",
-        "TERM": "xterm-256color",
-    }
+    return cli_env(server, folder, COLUMNS="120", TERM="xterm-256color")
 
 
 def _on_a_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
