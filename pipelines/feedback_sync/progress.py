@@ -43,10 +43,6 @@ class Figures:
     rows_by: Mapping[str, int] = field(default_factory=dict)
 
 
-def no_figures() -> Figures:
-    return Figures()
-
-
 class Progress:
     """The progress of one run of ``command`` (see the module's docstring).
 
@@ -68,7 +64,7 @@ class Progress:
         self._out = out if out is not None else sys.stderr
         self._every = every
         self._rows = rows
-        self._read: Callable[[], Figures] = no_figures
+        self._read: Callable[[], Figures] = Figures  # none yet
         self._stage = "starting"
         self._started = time.perf_counter()
         self._stop = threading.Event()

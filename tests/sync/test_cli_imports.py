@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from feedback_sync.app.status import render, status_report
+from feedback_sync.app.status import render
 
 from tests.sync.harness import Harness
 
@@ -113,7 +113,7 @@ def test_status_reads_the_warehouse_without_dlt(harness: Harness, destination: s
     harness.sync(destination=destination, models=False)
     harness.sync(destination=destination, models=False)  # two loads, saved cursors
     target = harness.target(destination)
-    quick = status_report(target)
+    quick = render(target, target.committed())
     assert quick == render(target, target.read_committed_with_dlt())
     assert "resumes after the saved cursor" in quick and "2 loads in all" in quick
     where = (

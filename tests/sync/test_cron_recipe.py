@@ -1,4 +1,4 @@
-"""The README's cron recipe, its exact lines run in order against the sandbox: the
+"""The cron recipe of docs/cron.md, its exact lines run in order against the sandbox: the
 incremental sync, the nightly full sync, the push preview; then the applying line the
 user opts in to, uncommented."""
 
@@ -17,7 +17,7 @@ from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.push.helpers import write_csv
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+RECIPE = Path(__file__).resolve().parents[2] / "docs" / "cron.md"
 MARKER = "<!-- the cron recipe: tests/sync/test_cron_recipe.py runs these lines"
 FOLDER = "/home/me/feedback"
 ENTRY = re.compile(r"^#?\s*(\S+ \S+ \S+ \S+ \S+)\s+(cd .*)$")
@@ -25,7 +25,7 @@ ENTRY = re.compile(r"^#?\s*(\S+ \S+ \S+ \S+ \S+)\s+(cd .*)$")
 
 def recipe() -> tuple[dict[str, str], list[str], list[str]]:
     """The crontab's variables, its active commands, and its commented-out commands."""
-    text = README.read_text()
+    text = RECIPE.read_text()
     block = text[text.index(MARKER) :].split("```crontab\n", 1)[1].split("```", 1)[0]
     variables: dict[str, str] = {}
     active: list[str] = []

@@ -153,8 +153,8 @@ def _json_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON document on stdout instead of the text (fields: the README's "
-        "Machine-readable output); progress and errors stay on stderr",
+        help="print one JSON document on stdout instead of the text (its fields: "
+        "docs/json-output.md in feedback-sync's repository); progress and errors stay on stderr",
     )
 
 

@@ -10,8 +10,8 @@ starts with the same envelope:
 - ``error``: the one line printed on stderr when it failed, else null.
 
 A command refused or failed before it had anything to report writes the envelope alone.
-The README ("Machine-readable output") lists each command's fields; ``tests/sync/
-test_json_output.py`` pins them.
+docs/json-output.md lists each command's fields; ``tests/sync/test_json_output.py`` pins
+them.
 """
 
 from __future__ import annotations
@@ -149,6 +149,7 @@ def push_document(result: PushResult, samples: int) -> dict[str, Any]:
     from feedback_sync.push.run import ACTIONS
 
     document = envelope("push", result.exit_code(), result.error)
+    totals = result.totals()
     document.update(
         {
             "applied": result.applied,
@@ -158,8 +159,8 @@ def push_document(result: PushResult, samples: int) -> dict[str, Any]:
             "reads": result.reads,
             "writes": result.writes,
             "retries": result.retries,
-            "planned_writes": sum(len(p.writes()) for p in result.plans if not p.refused),
-            "totals": {action: result.totals()[action] for action in ACTIONS},
+            "planned_writes": result.planned_writes(),
+            "totals": {action: totals[action] for action in ACTIONS},
             "targets": [_target_plan(result, plan, samples) for plan in result.plans],
             "skipped": dict(result.skipped),
             "custom_attributes_disabled": result.custom_attributes_disabled,

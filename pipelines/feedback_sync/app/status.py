@@ -67,10 +67,6 @@ def state_facts(resource: str, state: dict[str, Any]) -> dict[str, Any]:
     return facts
 
 
-def status_report(target: Target) -> str:
-    return render(target, target.committed())
-
-
 def render(target: Target, committed: Committed) -> str:
     lines = [f"{target.describe()}  (pipeline {committed.pipeline_name})"]
     if committed.resources is None:

@@ -91,6 +91,10 @@ class PushResult:
             total.update(self.counts(plan))
         return total
 
+    def planned_writes(self) -> int:
+        """The writes the plans would send (those of a refused target not counted)."""
+        return sum(len(p.writes()) for p in self.plans if not p.refused)
+
     def exit_code(self) -> int:
         totals = self.totals()
         failed = totals["invalid"] or totals["rejected"] or totals["held"]
@@ -152,8 +156,9 @@ class PushResult:
         if self.error:
             lines.append(f"push FAILED: {self.error}")
         elif not self.applied:
-            pending = sum(len(p.writes()) for p in self.plans if not p.refused)
-            lines.append(f"{pending:,} write(s) planned. Run with --apply to send them.")
+            lines.append(
+                f"{self.planned_writes():,} write(s) planned. Run with --apply to send them."
+            )
         return "\n".join(lines)
 
 
@@ -715,10 +720,8 @@ def _unknown_create(
     if exc.status is None:
         # no answer at all (a timeout, a dropped connection): the service may still be
         # making it. Not sent again now; the next run looks for it first
-        step.outcome, step.status = "unknown", None
-        step.message = f"{exc.detail}; not found yet, the next run looks for it again"
-        journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
-        _failed(step, resolver)
+        note = "not found yet, the next run looks for it again"
+        _unanswered(step, name, seq, exc, note, journal, resolver)
         return False
     journal.row(seq, name, step.key, step.action, "absent", status=exc.status, message=exc.detail)
     return _again(step, exc, attempts, ctx.client, resolver)
@@ -761,13 +764,27 @@ def _settle_unknown_change(
         _confirmed(step, name, seq, step.idx, request, journal, resolver, note)
         return True
     if exc.status is None:
-        step.outcome, step.status = "unknown", None
-        step.message = f"{exc.detail}; not sent again now, the next run reads it and decides"
-        journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
-        _failed(step, resolver)
+        note = "not sent again now, the next run reads it and decides"
+        _unanswered(step, name, seq, exc, note, journal, resolver)
         return True
     journal.row(seq, name, step.key, step.action, "unknown", status=exc.status, message=exc.detail)
     return False
+
+
+def _unanswered(
+    step: Step,
+    name: str,
+    seq: int,
+    exc: OutcomeUnknown,
+    note: str,
+    journal: Journal,
+    resolver: FollowerResolver,
+) -> None:
+    """A write that got no answer at all: its outcome is unknown, journaled as such."""
+    step.outcome, step.status = "unknown", None
+    step.message = f"{exc.detail}; {note}"
+    journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
+    _failed(step, resolver)
 
 
 def _confirmed(
