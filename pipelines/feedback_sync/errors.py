@@ -16,7 +16,9 @@ True, False, or None where its cause decides).
     ├── DataError                 1  an item the API sent cannot be shaped into a row
     ├── ModelError                1  a model cannot be built, or the warehouse keeps none
     │   ├── DependentViewError       someone's view that reads the models does not compile
-    │   └── DeltaError               a Delta table the models cannot read as files
+    │   ├── DeltaError               a Delta table the models cannot read as files
+    │   └── DataTestsFailed          a data test of the marts found rows that break it (the
+    │                                build was rolled back: the previous models stay)
     ├── ChecksFailed              1  data checks on a sync failed (the Prefect flow)
     ├── PushFailed                1  rows of a push were invalid, rejected or held
     ├── BadValue                  1  a curated value cannot be sent as its field needs it
@@ -114,6 +116,26 @@ class DependentViewError(ModelError):
 
 class DeltaError(ModelError):
     """A Delta table the models cannot read as files."""
+
+
+class _Outcome(Protocol):
+    @property
+    def passed(self) -> bool: ...
+
+    def line(self) -> str: ...
+
+
+class DataTestsFailed(ModelError):
+    """Data tests of the marts found rows that break them; the message names each test,
+    and ``outcomes`` holds every test's result. The build was rolled back."""
+
+    def __init__(self, outcomes: Sequence[_Outcome]) -> None:
+        self.outcomes = list(outcomes)
+        failed = [o for o in self.outcomes if not o.passed]
+        super().__init__(
+            f"{len(failed)} of {len(self.outcomes)} data tests failed, so the models were not "
+            "replaced (the previous build stays): " + "; ".join(o.line() for o in failed)
+        )
 
 
 class _Check(Protocol):

@@ -1,15 +1,23 @@
 -- activity_by_month: The board's pulse: feedback, new ideas and new followers per month.
 -- grain: one row per calendar month (UTC) from the first to the last month with any comment,
---   note, idea or follower created; months without any are rows of zeros
+--   note, idea or follower created; months without any are rows of zeros. The month of
+--   the last load is partial until it ends: its figures are that month so far
 -- key: month
 -- columns:
 --   month: first day of the month (UTC)
 --   public_comments: public comments written in the month
 --   private_notes: private notes written in the month
---   active_commenters: distinct followers who wrote a comment or note in the month
---   ideas_commented: distinct ideas that got a comment or note in the month
+--   active_commenters: distinct followers who wrote a comment or note in the month (not
+--     additive across months: a follower active in two months counts in both)
+--   ideas_commented: distinct ideas that got a comment or note in the month (not additive
+--     across months, as active_commenters)
 --   new_ideas: ideas created in the month
 --   new_followers: followers created in the month
+-- tests:
+--   not_null: public_comments, private_notes, active_commenters, ideas_commented
+--   not_null: new_ideas, new_followers
+--   expression: active_commenters <= public_comments + private_notes
+--   expression: ideas_commented <= public_comments + private_notes
 with events as (
     select
         cast(date_trunc('month', created_at at time zone 'UTC') as date) as month,

@@ -1,18 +1,29 @@
--- announcement_calendar: The changelog's cadence: posts, reactions and shipped ideas per month and category.
+-- announcement_calendar: The changelog per category: posts, reactions and announced ideas per month and category.
 -- grain: one row per calendar month (UTC) and category that has at least one post; a post
---   filed under two categories counts in both; posts without a category under '(none)'
+--   filed under two categories counts in both, so no count here adds up across categories
+--   (announcement_months counts each post once); posts without a category under '(none)'
 -- key: month, category_idx
 -- columns:
 --   month: first day of the month (UTC): of published_at for published and scheduled posts,
 --     of created_at for drafts
 --   category_idx: the category's id, or '(none)'
 --   category_name: the category's name, or '(uncategorized)'
---   posts_published: posts published in the month
---   scheduled_posts: posts scheduled for the month (published_at in the future)
---   drafts: drafts created in the month (no published_at)
---   reactions_total: emoji reactions on the month's published posts
+--   posts_published: posts of the category published in the month (not additive across
+--     categories)
+--   scheduled_posts: posts of the category scheduled for the month (published_at in the
+--     future; not additive across categories)
+--   drafts: drafts of the category created in the month (no published_at; not additive
+--     across categories)
+--   reactions_total: emoji reactions on those published posts (not additive across
+--     categories)
 --   reactions_by_emoji: those reactions per emoji (MAP emoji -> count; empty if none)
---   ideas_shipped: distinct ideas the month's published posts announce
+--   ideas_announced: distinct ideas those published posts name (was ideas_shipped; not
+--     additive across months or categories: an idea named twice counts in both)
+-- tests:
+--   not_null: category_idx, category_name, posts_published, scheduled_posts, drafts
+--   not_null: reactions_total, ideas_announced
+--   expression: posts_published + scheduled_posts + drafts >= 1
+--   expression: posts_published > 0 or reactions_total + ideas_announced = 0
 with posts as (
     select
         announcement_idx,
@@ -67,8 +78,8 @@ reactions as (
     group by month, category_idx
 ),
 
-shipped as (
-    select f.month, f.category_idx, count(distinct ai.idea_idx) as ideas_shipped
+announced as (
+    select f.month, f.category_idx, count(distinct ai.idea_idx) as ideas_announced
     from filed as f
     inner join {{ ref('announcement_ideas') }} as ai using (announcement_idx)
     where f.post_state = 'published'
@@ -84,7 +95,7 @@ select
     counts.drafts,
     coalesce(reactions.reactions_total, 0) as reactions_total,
     coalesce(reactions.reactions_by_emoji, map()::map(varchar, bigint)) as reactions_by_emoji,
-    coalesce(shipped.ideas_shipped, 0) as ideas_shipped
+    coalesce(announced.ideas_announced, 0) as ideas_announced
 from counts
 left join reactions using (month, category_idx)
-left join shipped using (month, category_idx)
+left join announced using (month, category_idx)

@@ -1,16 +1,26 @@
 -- company_feedback: What each customer company asks for, and what it is worth.
--- grain: one row per company that at least one loaded follower belongs to
+-- grain: one row per company that at least one loaded follower belongs to (a company the
+--   service sends without an id is left out)
 -- key: company_id
 -- columns:
 --   company_id: the company's id in the service (acct-...)
 --   company_name: its name, from the copy of the most recently updated follower
---   monthly_spend: its monthly spend, same copy (NULL when the service sends none)
---   followers: followers who belong to it
---   public_comments: public comments its followers wrote
---   private_notes: private notes its followers wrote
---   ideas_engaged: distinct ideas its followers commented or noted on
+--   monthly_spend: its monthly spend, same copy (NULL when the service sends none), in the
+--     account's currency (the API names none); additive: its sum is the board's total
+--   followers: followers who belong to it (not additive across companies: a follower in
+--     two companies counts in both)
+--   public_comments: public comments its followers wrote (not additive across companies,
+--     as followers)
+--   private_notes: private notes its followers wrote (not additive, as followers)
+--   ideas_engaged: distinct ideas its followers commented or noted on (not additive)
 --   first_activity_at: its followers' first comment or note (NULL if none)
 --   last_activity_at: its followers' latest comment or note (NULL if none)
+-- tests:
+--   not_null: company_id, followers, public_comments, private_notes, ideas_engaged
+--   relationships: company_id -> follower_companies.company_id
+--   accepted_range: followers 1..
+--   expression: first_activity_at <= last_activity_at
+--   expression: (first_activity_at is null) = (public_comments + private_notes = 0)
 with copies as (
     select
         fc.company_id,
@@ -22,10 +32,13 @@ with copies as (
         ) as newest
     from {{ ref('follower_companies') }} as fc
     left join {{ ref('followers') }} as f using (follower_idx)
+    where fc.company_id is not null
 ),
 
 members as (
-    select distinct company_id, follower_idx from {{ ref('follower_companies') }}
+    select distinct company_id, follower_idx
+    from {{ ref('follower_companies') }}
+    where company_id is not null
 ),
 
 activity as (

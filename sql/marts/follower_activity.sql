@@ -7,12 +7,21 @@
 --   email: email address
 --   created_at: when the follower was created (UTC)
 --   companies: companies the follower belongs to
---   company_monthly_spend: the monthly spend of those companies, rounded to cents (0 if none)
+--   company_monthly_spend: the monthly spend of those companies, rounded to cents (0 if
+--     none); not additive across followers: two followers of one company both carry its
+--     spend (company_feedback holds each company once)
 --   public_comments: public comments written
 --   private_notes: private notes written
 --   ideas_engaged: distinct ideas commented or noted on
 --   first_activity_at: first comment or note (NULL if none)
 --   last_activity_at: latest comment or note (NULL if none)
+-- tests:
+--   not_null: follower_idx, companies, company_monthly_spend, public_comments
+--   not_null: private_notes, ideas_engaged
+--   relationships: follower_idx -> followers.follower_idx
+--   accepted_range: companies 0..
+--   expression: ideas_engaged <= public_comments + private_notes
+--   expression: (first_activity_at is null) = (public_comments + private_notes = 0)
 with memberships as (
     select
         fc.follower_idx,

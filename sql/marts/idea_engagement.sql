@@ -14,12 +14,30 @@
 --   linked_records: records in external tools linked to it
 --   links_by_type: linked records per integration type (MAP type -> count; empty if none;
 --     links without a type count in linked_records only)
---   shipped_in_announcements: published posts that announce it
+--   shipped_in_announcements: published posts that name it (a post naming an idea says
+--     nothing of its status: compare status_name)
 --   shipped_announcement_idxs: those posts' ids, oldest first
 --   first_shipped_at: when the first of them was published (NULL if never)
 --   commenter_companies: distinct companies its commenters belong to
---   commenter_monthly_spend: the monthly spend of those companies, each counted once, rounded to cents
---     (revenue-weighted demand; a company without a spend counts 0)
+--     (idea_company_activity); not additive across ideas: a company behind two ideas
+--     counts in both
+--   commenter_monthly_spend: the monthly spend of those companies, each counted once per
+--     idea, rounded to cents (revenue-weighted demand; a company without a spend counts
+--     0); not additive across ideas, as commenter_companies: status_summary,
+--     topic_summary and integration_coverage count each company once per row
+-- tests:
+--   not_null: idea_name, public_comments, private_notes, distinct_commenters
+--   not_null: linked_records, shipped_in_announcements, commenter_companies
+--   not_null: commenter_monthly_spend
+--   relationships: idea_idx -> ideas.idea_idx
+--   accepted_range: public_comments 0..
+--   accepted_range: private_notes 0..
+--   accepted_range: commenter_companies 0..
+--   expression: distinct_commenters <= public_comments + private_notes
+--   expression: (first_activity_at is null) = (public_comments + private_notes = 0)
+--   expression: first_activity_at <= last_activity_at
+--   expression: shipped_in_announcements = coalesce(array_length(shipped_announcement_idxs), 0)
+--   expression: (first_shipped_at is null) = (shipped_in_announcements = 0)
 with activity as (
     select
         idea_idx,
@@ -67,18 +85,12 @@ shipped as (
     group by idea_idx
 ),
 
-idea_companies as (
-    select distinct a.idea_idx, fc.company_id
-    from {{ ref('idea_follower_activity') }} as a
-    inner join {{ ref('follower_companies') }} as fc using (follower_idx)
-),
-
 demand as (
     select
         ic.idea_idx,
         count(*) as commenter_companies,
         round(coalesce(sum(cf.monthly_spend), 0), 2) as commenter_monthly_spend
-    from idea_companies as ic
+    from {{ ref('idea_company_activity') }} as ic
     inner join {{ ref('company_feedback') }} as cf using (company_id)
     group by ic.idea_idx
 )

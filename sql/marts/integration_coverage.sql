@@ -1,4 +1,4 @@
--- integration_coverage: How much of the board each external tool covers.
+-- integration_coverage: How much of the board, and of its customers' spend, each external tool covers.
 -- grain: one row per integration type that has at least one link
 -- key: integration_type
 -- columns:
@@ -7,19 +7,26 @@
 --   ideas_linked: distinct loaded ideas with at least one link of this type
 --   ideas_total: loaded ideas on the board
 --   share_of_ideas: ideas_linked / ideas_total, to 4 decimals (0 when there are no ideas)
---   demand_linked_monthly_spend: commenter_monthly_spend summed over the linked ideas
---   share_of_demand: that demand over all ideas' commenter_monthly_spend, to 4 decimals
---     (0 when there is none)
+--   commenter_companies: distinct companies whose followers commented or noted on the
+--     linked ideas (not additive across types: a company behind ideas linked in two tools
+--     counts in both)
+--   commenter_monthly_spend: those companies' monthly spend, each company counted once,
+--     rounded to cents (not additive across types; replaces demand_linked_monthly_spend,
+--     which counted a company once per idea)
+--   share_of_spend: commenter_monthly_spend over the monthly spend of every company
+--     (company_feedback), to 4 decimals (0 when that total is 0; replaces
+--     share_of_demand)
 --   first_linked_at: the type's first link (UTC)
 --   last_linked_at: the type's latest link (UTC)
-with board as (
-    select
-        count(*) as ideas_total,
-        coalesce(sum(commenter_monthly_spend), 0) as demand_total
-    from {{ ref('idea_engagement') }}
-),
-
-per_type as (
+-- tests:
+--   not_null: links, ideas_linked, ideas_total, share_of_ideas, commenter_companies
+--   not_null: commenter_monthly_spend, share_of_spend, first_linked_at, last_linked_at
+--   relationships: integration_type -> integration_links.integration_type
+--   accepted_range: share_of_ideas 0..1
+--   accepted_range: share_of_spend 0..1
+--   expression: ideas_linked <= ideas_total and ideas_linked <= links
+--   expression: first_linked_at <= last_linked_at
+with per_type as (
     select
         integration_type,
         count(*) as links,
@@ -31,18 +38,37 @@ per_type as (
 ),
 
 linked as (
-    select distinct l.integration_type, ie.idea_idx, ie.commenter_monthly_spend
+    select distinct l.integration_type, i.idea_idx
     from {{ ref('integration_links') }} as l
-    inner join {{ ref('idea_engagement') }} as ie using (idea_idx)
+    inner join {{ ref('ideas') }} as i using (idea_idx)
+    where l.integration_type is not null
 ),
 
 per_type_ideas as (
+    select integration_type, count(*) as ideas_linked from linked group by integration_type
+),
+
+companies as (
+    select distinct l.integration_type, ica.company_id
+    from linked as l
+    inner join {{ ref('idea_company_activity') }} as ica using (idea_idx)
+),
+
+demand as (
     select
-        integration_type,
-        count(*) as ideas_linked,
-        coalesce(sum(commenter_monthly_spend), 0) as demand_linked_monthly_spend
-    from linked
-    group by integration_type
+        c.integration_type,
+        count(*) as commenter_companies,
+        coalesce(sum(cf.monthly_spend), 0) as commenter_monthly_spend
+    from companies as c
+    inner join {{ ref('company_feedback') }} as cf using (company_id)
+    group by c.integration_type
+),
+
+board as (
+    select
+        (select count(*) from {{ ref('ideas') }}) as ideas_total,
+        (select coalesce(sum(monthly_spend), 0) from {{ ref('company_feedback') }})
+            as total_spend
 )
 
 select
@@ -51,13 +77,16 @@ select
     coalesce(i.ideas_linked, 0) as ideas_linked,
     board.ideas_total,
     round(case when board.ideas_total = 0 then 0.0
-        else coalesce(i.ideas_linked, 0) / board.ideas_total end, 4) as share_of_ideas,
-    round(coalesce(i.demand_linked_monthly_spend, 0), 2)::double as demand_linked_monthly_spend,
-    round(case when board.demand_total = 0 then 0.0
-        else coalesce(i.demand_linked_monthly_spend, 0) / board.demand_total end, 4)
-        as share_of_demand,
+        else coalesce(i.ideas_linked, 0) / board.ideas_total end, 4)::double
+        as share_of_ideas,
+    coalesce(d.commenter_companies, 0) as commenter_companies,
+    round(coalesce(d.commenter_monthly_spend, 0), 2)::double as commenter_monthly_spend,
+    round(case when board.total_spend = 0 then 0.0
+        else coalesce(d.commenter_monthly_spend, 0) / board.total_spend end, 4)::double
+        as share_of_spend,
     p.first_linked_at,
     p.last_linked_at
 from per_type as p
 cross join board
 left join per_type_ideas as i using (integration_type)
+left join demand as d using (integration_type)

@@ -1,5 +1,6 @@
--- status_summary: The status funnel: ideas, feedback and demand per status.
--- grain: one row per status (ideas without a status are not counted)
+-- status_summary: The status funnel: ideas, feedback, announcements and the companies behind each status.
+-- grain: one row per status (ideas without a status, or with one not loaded, are not
+--   counted)
 -- key: status_idx
 -- columns:
 --   status_idx: the status's id (sts_...)
@@ -10,18 +11,81 @@
 --   ideas: loaded ideas in this status
 --   public_comments: public comments on those ideas
 --   private_notes: private notes on those ideas
---   demand_monthly_spend: sum of those ideas' commenter_monthly_spend
---   shipped_ideas: those ideas announced by at least one published post
+--   announced_ideas: those ideas named in at least one published post (a post naming an
+--     idea says nothing of its status; was shipped_ideas)
+--   commenter_companies: distinct companies whose followers commented or noted on those
+--     ideas (not additive across statuses: a company behind ideas in two statuses counts
+--     in both)
+--   commenter_monthly_spend: those companies' monthly spend, each company counted once,
+--     rounded to cents (not additive across statuses, as commenter_companies; replaces
+--     demand_monthly_spend, which counted a company once per idea)
+--   share_of_spend: commenter_monthly_spend over the monthly spend of every company
+--     (company_feedback), to 4 decimals (0 when that total is 0)
+-- tests:
+--   not_null: status_name, funnel_position, ideas, public_comments, private_notes
+--   not_null: announced_ideas, commenter_companies, commenter_monthly_spend, share_of_spend
+--   unique: funnel_position
+--   relationships: status_idx -> statuses.status_idx
+--   accepted_range: share_of_spend 0..1
+--   accepted_range: ideas 0..
+--   expression: announced_ideas <= ideas
+--   expression: ideas > 0 or commenter_companies = 0
+with ideas as (
+    select
+        ie.idea_idx,
+        ie.status_idx,
+        ie.public_comments,
+        ie.private_notes,
+        ie.shipped_in_announcements
+    from {{ ref('idea_engagement') }} as ie
+),
+
+per_status as (
+    select
+        status_idx,
+        count(*) as ideas,
+        sum(public_comments)::bigint as public_comments,
+        sum(private_notes)::bigint as private_notes,
+        count(*) filter (where shipped_in_announcements > 0) as announced_ideas
+    from ideas
+    group by status_idx
+),
+
+companies as (
+    select distinct i.status_idx, ica.company_id
+    from ideas as i
+    inner join {{ ref('idea_company_activity') }} as ica using (idea_idx)
+),
+
+demand as (
+    select
+        c.status_idx,
+        count(*) as commenter_companies,
+        coalesce(sum(cf.monthly_spend), 0) as commenter_monthly_spend
+    from companies as c
+    inner join {{ ref('company_feedback') }} as cf using (company_id)
+    group by c.status_idx
+),
+
+board as (
+    select coalesce(sum(monthly_spend), 0) as total_spend from {{ ref('company_feedback') }}
+)
+
 select
     s.status_idx,
     s.status_name,
     s.color,
     row_number() over (order by s.created_at, s.status_idx) as funnel_position,
-    count(ie.idea_idx) as ideas,
-    coalesce(sum(ie.public_comments), 0)::bigint as public_comments,
-    coalesce(sum(ie.private_notes), 0)::bigint as private_notes,
-    round(coalesce(sum(ie.commenter_monthly_spend), 0), 2)::double as demand_monthly_spend,
-    count(ie.idea_idx) filter (where ie.shipped_in_announcements > 0) as shipped_ideas
+    coalesce(p.ideas, 0) as ideas,
+    coalesce(p.public_comments, 0) as public_comments,
+    coalesce(p.private_notes, 0) as private_notes,
+    coalesce(p.announced_ideas, 0) as announced_ideas,
+    coalesce(d.commenter_companies, 0) as commenter_companies,
+    round(coalesce(d.commenter_monthly_spend, 0), 2)::double as commenter_monthly_spend,
+    round(case when board.total_spend = 0 then 0.0
+        else coalesce(d.commenter_monthly_spend, 0) / board.total_spend end, 4)::double
+        as share_of_spend
 from {{ ref('statuses') }} as s
-left join {{ ref('idea_engagement') }} as ie using (status_idx)
-group by s.status_idx, s.status_name, s.color, s.created_at
+cross join board
+left join per_status as p using (status_idx)
+left join demand as d using (status_idx)

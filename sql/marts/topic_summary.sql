@@ -1,28 +1,85 @@
--- topic_summary: Feedback, demand and shipping per topic.
+-- topic_summary: Feedback, links, announcements and the companies behind each topic.
 -- grain: one row per topic
 -- key: topic_idx
 -- columns:
 --   topic_idx: the topic's id (top_...)
 --   topic_name: its name
 --   sort_order: its position on the board (1 first)
---   ideas: loaded ideas filed under it
---   public_comments: public comments on those ideas
---   private_notes: private notes on those ideas
---   demand_monthly_spend: sum of those ideas' commenter_monthly_spend (a company behind
---     two of the ideas counts twice)
---   linked_records: external records linked to those ideas
---   shipped_ideas: those ideas announced by at least one published post
+--   ideas: loaded ideas filed under it (not additive across topics: an idea under two
+--     topics counts in both)
+--   public_comments: public comments on those ideas (not additive across topics, as ideas)
+--   private_notes: private notes on those ideas (not additive across topics, as ideas)
+--   linked_records: external records linked to those ideas (not additive across topics)
+--   announced_ideas: those ideas named in at least one published post (was shipped_ideas)
+--   commenter_companies: distinct companies whose followers commented or noted on those
+--     ideas (not additive across topics)
+--   commenter_monthly_spend: those companies' monthly spend, each company counted once,
+--     rounded to cents (not additive across topics; replaces demand_monthly_spend, which
+--     counted a company once per idea)
+--   share_of_spend: commenter_monthly_spend over the monthly spend of every company
+--     (company_feedback), to 4 decimals (0 when that total is 0)
+-- tests:
+--   not_null: topic_name, ideas, public_comments, private_notes, linked_records
+--   not_null: announced_ideas, commenter_companies, commenter_monthly_spend, share_of_spend
+--   relationships: topic_idx -> topics.topic_idx
+--   accepted_range: share_of_spend 0..1
+--   accepted_range: ideas 0..
+--   expression: announced_ideas <= ideas
+--   expression: ideas > 0 or commenter_companies = 0
+with filed as (
+    select distinct it.topic_idx, ie.idea_idx, ie.public_comments, ie.private_notes,
+        ie.linked_records, ie.shipped_in_announcements
+    from {{ ref('idea_topics') }} as it
+    inner join {{ ref('idea_engagement') }} as ie using (idea_idx)
+),
+
+per_topic as (
+    select
+        topic_idx,
+        count(*) as ideas,
+        sum(public_comments)::bigint as public_comments,
+        sum(private_notes)::bigint as private_notes,
+        sum(linked_records)::bigint as linked_records,
+        count(*) filter (where shipped_in_announcements > 0) as announced_ideas
+    from filed
+    group by topic_idx
+),
+
+companies as (
+    select distinct f.topic_idx, ica.company_id
+    from filed as f
+    inner join {{ ref('idea_company_activity') }} as ica using (idea_idx)
+),
+
+demand as (
+    select
+        c.topic_idx,
+        count(*) as commenter_companies,
+        coalesce(sum(cf.monthly_spend), 0) as commenter_monthly_spend
+    from companies as c
+    inner join {{ ref('company_feedback') }} as cf using (company_id)
+    group by c.topic_idx
+),
+
+board as (
+    select coalesce(sum(monthly_spend), 0) as total_spend from {{ ref('company_feedback') }}
+)
+
 select
     t.topic_idx,
     t.topic_name,
     t.sort_order,
-    count(ie.idea_idx) as ideas,
-    coalesce(sum(ie.public_comments), 0)::bigint as public_comments,
-    coalesce(sum(ie.private_notes), 0)::bigint as private_notes,
-    round(coalesce(sum(ie.commenter_monthly_spend), 0), 2)::double as demand_monthly_spend,
-    coalesce(sum(ie.linked_records), 0)::bigint as linked_records,
-    count(ie.idea_idx) filter (where ie.shipped_in_announcements > 0) as shipped_ideas
+    coalesce(p.ideas, 0) as ideas,
+    coalesce(p.public_comments, 0) as public_comments,
+    coalesce(p.private_notes, 0) as private_notes,
+    coalesce(p.linked_records, 0) as linked_records,
+    coalesce(p.announced_ideas, 0) as announced_ideas,
+    coalesce(d.commenter_companies, 0) as commenter_companies,
+    round(coalesce(d.commenter_monthly_spend, 0), 2)::double as commenter_monthly_spend,
+    round(case when board.total_spend = 0 then 0.0
+        else coalesce(d.commenter_monthly_spend, 0) / board.total_spend end, 4)::double
+        as share_of_spend
 from {{ ref('topics') }} as t
-left join (select distinct idea_idx, topic_idx from {{ ref('idea_topics') }}) as it using (topic_idx)
-left join {{ ref('idea_engagement') }} as ie using (idea_idx)
-group by t.topic_idx, t.topic_name, t.sort_order
+cross join board
+left join per_topic as p using (topic_idx)
+left join demand as d using (topic_idx)

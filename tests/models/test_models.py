@@ -39,6 +39,8 @@ RELATIONSHIPS = [
     ("marts.idea_engagement.idea_idx", "staging.ideas.idea_idx"),
     ("marts.idea_engagement.status_idx", "marts.status_summary.status_idx"),
     ("marts.company_feedback.company_id", "staging.follower_companies.company_id"),
+    ("marts.idea_company_activity.idea_idx", "marts.idea_engagement.idea_idx"),
+    ("marts.idea_company_activity.company_id", "marts.company_feedback.company_id"),
     ("marts.follower_activity.follower_idx", "staging.followers.follower_idx"),
     ("marts.topic_summary.topic_idx", "staging.topics.topic_idx"),
     ("marts.status_summary.status_idx", "staging.statuses.status_idx"),
@@ -92,6 +94,9 @@ def test_every_mart_equals_the_truth_computed_in_python(harness: Harness, delete
             actual = _mart(con, model.name)
             assert expected, f"{model.name}: the tiny data should give rows"
             assert set(actual) == set(expected), model.name
+            # every measure column of the mart is computed here too
+            measures = set(model.columns) - set(model.key)
+            assert all(set(row) == measures for row in expected.values()), model.name
             for key, row in expected.items():
                 for column, value in row.items():
                     assert _same(value, actual[key][column]), (
@@ -415,5 +420,35 @@ def test_models_that_read_the_clock_are_always_built(harness: Harness, tmp_path:
         assert build(con, "feedback", load_project(project), reuse=True).reused_from is None
         assert build(con, "feedback", PROJECT, reuse=True).reused_from is None  # SQL changed
         assert build(con, "feedback", PROJECT, reuse=True).reused_from is not None
+    finally:
+        con.close()
+
+
+def test_a_company_sent_without_an_id_is_left_out_and_the_tests_pass(tmp_path: Path) -> None:
+    """The spec lets a company entry lack an id; such entries are not one company (earlier
+    they were all one row with a NULL key), and the marts' data tests still hold."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        con.execute("create schema feedback")
+        con.execute(
+            "create table feedback.followers as select * from (values "
+            "('flw_1', 'One'), ('flw_2', 'Two')) t(idx, name)"
+        )
+        con.execute(
+            "create table feedback.followers__companies as select * from (values "
+            "('flw_1', 0, 'acct-1', 'One Inc', 500.0), ('flw_1', 1, null, 'No id', 70.0), "
+            "('flw_2', 0, null, 'No id either', 30.0)) "
+            "t(follower_idx, _dlt_list_idx, id, name, monthly_spend)"
+        )
+        result = build(con, "feedback", PROJECT)
+        assert result.tests and all(o.passed for o in result.tests)
+        companies = con.execute(
+            "select company_id, monthly_spend from marts.company_feedback"
+        ).fetchall()
+        assert companies == [("acct-1", 500.0)]
+        spend = con.execute(
+            "select company_monthly_spend from marts.follower_activity order by follower_idx"
+        ).fetchall()
+        assert spend == [(500.0,), (0.0,)]
     finally:
         con.close()

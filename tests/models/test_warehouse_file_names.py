@@ -16,7 +16,6 @@ import contextlib
 import io
 import itertools
 import os
-import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +32,8 @@ from feedback_sync.push.journal import SCHEMA as JOURNAL_SCHEMA
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 from feedback_sync.sandbox.testing import TEST_API_KEY
+
+from tests.support.pages import comparable
 
 PROJECT = load_project()
 STAGING = sorted(m.name for m in PROJECT.models if m.layer == "staging")
@@ -113,9 +114,7 @@ def _run(sandbox: RunningSandbox, folder: Path, name: str, curated_tables: bool 
             code, out, err = _cli(*command, *pipelines)
             assert code == 0, f"{name}: {' '.join(command)} answered {code}:\n{out}\n{err}"
             outputs[" ".join(command)] = out
-    report = (folder / "report.html").read_text(encoding="utf-8")
-    # the footer says when and from which file
-    report = re.sub(r"<footer>.*?</footer>", "", report, flags=re.DOTALL)
+    report = comparable((folder / "report.html").read_text(encoding="utf-8"))
     relations = _read(file)
     # a renamed copy reads the same: the views keep no catalog name in their SQL
     copy = folder / "renamed.duckdb"

@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 Row = dict[str, Any]
+_NO_POSTS = {"posts_published": 0, "scheduled_posts": 0, "drafts": 0, "reactions_total": 0}
 
 
 def ts(value: str | None) -> datetime | None:
@@ -126,15 +127,7 @@ class Truth:
     def announcement_calendar(self) -> dict[Any, Row]:
         cells: dict[tuple[date, str], Row] = {}
         for post in self.dump["announcements"]:
-            if post["is_published"]:
-                state = "posts_published"
-            elif post["published_at"] is not None:
-                state = "scheduled_posts"
-            else:
-                state = "drafts"
-            when = ts(post["published_at"] or post["created_at"])
-            assert when is not None
-            month = date(when.year, when.month, 1)
+            month, state = self._post_month(post)
             categories = post["categories"] or [{"idx": "(none)", "name": "(uncategorized)"}]
             for category in {c["idx"]: c for c in categories}.values():
                 cell = cells.setdefault(
@@ -161,8 +154,54 @@ class Truth:
                 **cell,
                 "reactions_total": sum(reactions.values()),
                 "reactions_by_emoji": reactions,
-                "ideas_shipped": len(ideas),
+                "ideas_announced": len(ideas),
             }
+        return out
+
+    def _post_month(self, post: Row) -> tuple[date, str]:
+        """The month a post counts in, and its state."""
+        if post["is_published"]:
+            state = "posts_published"
+        elif post["published_at"] is not None:
+            state = "scheduled_posts"
+        else:
+            state = "drafts"
+        when = ts(post["published_at"] or post["created_at"])
+        assert when is not None
+        return date(when.year, when.month, 1), state
+
+    def announcement_months(self) -> dict[Any, Row]:
+        cells: dict[date, Row] = {}
+        ideas: dict[date, set[str]] = defaultdict(set)
+        for post in self.dump["announcements"]:
+            month, state = self._post_month(post)
+            cell = cells.setdefault(month, dict(_NO_POSTS))
+            cell[state] += 1
+            if state == "posts_published":
+                cell["reactions_total"] += sum((post.get("reaction_count") or {}).values())
+                ideas[month] |= {i["idx"] for i in post["ideas"]}
+        out = {}
+        for month in _months(min(cells), max(cells)):
+            cell = cells.get(
+                month,
+                {"posts_published": 0, "scheduled_posts": 0, "drafts": 0, "reactions_total": 0},
+            )
+            out[month] = {**cell, "ideas_announced": len(ideas[month])}
+        return out
+
+    def idea_company_activity(self) -> dict[Any, Row]:
+        ideas = {i["idx"] for i in self.dump["ideas"]}
+        pairs: dict[tuple[str, str], list[Row]] = defaultdict(list)
+        for comment in self.dump["comments"]:
+            if comment["idea_idx"] not in ideas:
+                continue
+            for company in self.companies_of[comment["follower"]["idx"]]:
+                pairs[(comment["idea_idx"], company)].append(comment)
+        out = {}
+        for key, comments in pairs.items():
+            activity = self._activity(comments)
+            del activity["ideas_engaged"]
+            out[key] = {"commenters": len({c["follower"]["idx"] for c in comments}), **activity}
         return out
 
     def follower_activity(self) -> dict[Any, Row]:
@@ -180,14 +219,33 @@ class Truth:
             }
         return out
 
+    def total_spend(self) -> float:
+        return sum(self.spend(c) for c in self.companies)
+
+    def _companies_behind(self, ideas: set[str]) -> Row:
+        """The distinct companies whose followers wrote on ``ideas``, each counted once."""
+        companies = {
+            company
+            for idea in ideas
+            for c in self.comments_by_idea[idea]
+            for company in self.companies_of[c["follower"]["idx"]]
+        }
+        spend = sum(self.spend(c) for c in companies)
+        total = self.total_spend()
+        return {
+            "commenter_companies": len(companies),
+            "commenter_monthly_spend": cents(spend),
+            "share_of_spend": round(spend / total, 4) if total else 0.0,
+        }
+
     def _rollup(self, ideas: list[str], engagement: dict[Any, Row]) -> Row:
         rows = [engagement[i] for i in ideas]
         return {
             "ideas": len(rows),
             "public_comments": sum(r["public_comments"] for r in rows),
             "private_notes": sum(r["private_notes"] for r in rows),
-            "demand_monthly_spend": cents(sum(r["commenter_monthly_spend"] for r in rows)),
-            "shipped_ideas": sum(1 for r in rows if r["shipped_in_announcements"] > 0),
+            "announced_ideas": sum(1 for r in rows if r["shipped_in_announcements"] > 0),
+            **self._companies_behind(set(ideas)),
         }
 
     def topic_summary(self) -> dict[Any, Row]:
@@ -218,23 +276,20 @@ class Truth:
         return out
 
     def integration_coverage(self) -> dict[Any, Row]:
-        engagement = self.idea_engagement()
-        total_demand = sum(r["commenter_monthly_spend"] for r in engagement.values())
+        all_ideas = {i["idx"] for i in self.dump["ideas"]}
         by_type: dict[str, list[Row]] = defaultdict(list)
         for link in self.dump["integration_links"]:
             by_type[link["type"]].append(link)
         out = {}
         for kind, links in by_type.items():
-            ideas = {link["idea_idx"] for link in links} & set(engagement)
-            demand = sum(engagement[i]["commenter_monthly_spend"] for i in ideas)
+            ideas = {link["idea_idx"] for link in links} & all_ideas
             times = [ts(link["created_at"]) for link in links]
             out[kind] = {
                 "links": len(links),
                 "ideas_linked": len(ideas),
-                "ideas_total": len(engagement),
-                "share_of_ideas": round(len(ideas) / len(engagement), 4) if engagement else 0.0,
-                "demand_linked_monthly_spend": cents(demand),
-                "share_of_demand": round(demand / total_demand, 4) if total_demand else 0.0,
+                "ideas_total": len(all_ideas),
+                "share_of_ideas": round(len(ideas) / len(all_ideas), 4) if all_ideas else 0.0,
+                **self._companies_behind(ideas),
                 "first_linked_at": min(times),
                 "last_linked_at": max(times),
             }
@@ -265,10 +320,8 @@ class Truth:
             cells[month(idea["created_at"])]["new_ideas"] += 1
         for follower in self.dump["followers"]:
             cells[month(follower["created_at"])]["new_followers"] += 1
-        first, last = min(cells), max(cells)
         out = {}
-        current = first
-        while current <= last:
+        for current in _months(min(cells), max(cells)):
             cell = cells[current]
             out[current] = {
                 "public_comments": cell["public_comments"],
@@ -278,6 +331,14 @@ class Truth:
                 "new_ideas": cell["new_ideas"],
                 "new_followers": cell["new_followers"],
             }
-            year, mon = divmod(current.month, 12)
-            current = date(current.year + year, mon + 1, 1)
         return out
+
+
+def _months(first: date, last: date) -> list[date]:
+    """Every first of a month from ``first`` to ``last``."""
+    out, current = [], first
+    while current <= last:
+        out.append(current)
+        year, month = divmod(current.month, 12)
+        current = date(current.year + year, month + 1, 1)
+    return out

@@ -1,22 +1,173 @@
-"""The dashboard: written from the marts of a tiny sync, self-contained, and drawn by a real
-headless Chromium (console clean, every chart's marks on the page, nothing fetched)."""
+"""The dashboard: written from the marts of a tiny sync, self-contained, drawn by a real
+headless Chromium (console clean, every chart's marks on the page, nothing fetched, the
+window's width used), and every figure on it equal to the one computed in Python from the
+sandbox's ground truth (``tests/models/truth.py``), not from the marts' SQL."""
 
 from __future__ import annotations
 
+import html
 import re
+from collections import Counter
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 from feedback_sync.app.cli import main
-from feedback_sync.app.report import write
+from feedback_sync.app.report import _columns, _window, render, write
 from feedback_sync.errors import ModelError
+from feedback_sync.warehouse.duckdb import open_duckdb_models
 
+from tests.models.truth import Truth
 from tests.support.browser import open_page
 from tests.sync.harness import Harness
 
 CHARTS = ("demand", "cadence", "activity", "funnel", "coverage")
+
+
+def _month(value: date) -> str:
+    return value.strftime("%b %y")
+
+
+def _section(page: str, anchor: str) -> str:
+    found = re.search(rf'<section id="{anchor}">(.*?)</section>', page, re.S)
+    assert found, anchor
+    return found.group(1)
+
+
+def _texts(svg: str, css: str) -> list[str]:
+    return [html.unescape(t) for t in re.findall(rf'<text class="{css}"[^>]*>([^<]*)</text>', svg)]
+
+
+def _last_load(harness: Harness) -> datetime:
+    path = harness.target().duckdb_file()
+    assert path is not None
+    with duckdb.connect(str(path), read_only=True) as con:
+        row = con.execute(
+            "select max(inserted_at) from feedback._dlt_loads where status = 0"
+        ).fetchone()
+    assert row is not None and isinstance(row[0], datetime)
+    return row[0].astimezone(UTC)
+
+
+@pytest.mark.slow
+def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_path: Path) -> None:
+    harness.sync()
+    harness.mutate(seed=5, fraction=0.2)  # deletes, renames, new rows: not just the seed
+    harness.sync(full=True)
+    dump = harness.dump()
+    truth = Truth(dump)
+    out = tmp_path / "report.html"
+    write(harness.target(), out, currency="EUR")
+    page = out.read_text(encoding="utf-8")
+
+    # the tiles count distinct things, each once
+    tiles = {
+        key: html.unescape(value)
+        for key, value in re.findall(r'data-figure="(\w+)"><b>([^<]+)</b>', page)
+    }
+    comments = Counter(c["is_private"] for c in dump["comments"])
+    assert tiles == {
+        "ideas": f"{len(dump['ideas']):,}",
+        "followers": f"{len(dump['followers']):,}",
+        "public_comments": f"{comments[False]:,}",
+        "private_notes": f"{comments[True]:,}",
+        "companies": f"{len(truth.companies):,}",
+        "monthly_spend": f"{round(truth.total_spend()):,} EUR/mo",
+        "posts_published": f"{sum(1 for a in dump['announcements'] if a['is_published']):,}",
+    }
+
+    # when the data was last loaded, and the unit of money
+    as_of = _last_load(harness)
+    assert f"Data as of {as_of.strftime('%d %b %Y, %H:%M UTC').lstrip('0')}" in page
+    assert "Money is monthly spend in EUR" in page
+    current = date(as_of.year, as_of.month, 1)
+
+    # demand by idea: the top idea, its spend, companies and comments
+    demand = _section(page, "demand")
+    ideas = truth.idea_engagement()
+    top = min(
+        ideas,
+        key=lambda i: (
+            -ideas[i]["commenter_monthly_spend"],
+            -ideas[i]["public_comments"],
+            i,
+        ),
+    )
+    row = ideas[top]
+    assert _texts(demand, "label")[0].rstrip("…") in row["idea_name"]
+    assert _texts(demand, "value")[0] == (
+        f"{round(row['commenter_monthly_spend']):,} EUR/mo · {row['commenter_companies']:,} "
+        f"companies · {row['public_comments'] + row['private_notes']:,} comments and notes"
+    )
+
+    # the status funnel: ideas, announced ideas, the companies behind each status once
+    funnel = _texts(_section(page, "funnel"), "value")
+    statuses = sorted(truth.status_summary().values(), key=lambda r: r["funnel_position"])
+    expected: list[str] = []
+    for s in statuses:
+        expected += [
+            f"{s['ideas']:,} ideas, {s['announced_ideas']:,} of them named in a published post",
+            f"{s['commenter_companies']:,} companies behind them: "
+            f"{round(s['commenter_monthly_spend']):,} EUR/mo, "
+            f"{s['share_of_spend']:.0%} of all companies' spend",
+        ]
+    assert funnel == expected
+    # no status has more companies behind it than the board has
+    assert all(s["commenter_companies"] <= len(truth.companies) for s in statuses)
+
+    # integration coverage
+    coverage = _texts(_section(page, "coverage"), "value")
+    kinds = truth.integration_coverage()
+    order = sorted(kinds, key=lambda k: (-kinds[k]["share_of_ideas"], k))
+    expected = []
+    for k in order:
+        c = kinds[k]
+        expected += [
+            f"{c['share_of_ideas']:.0%} of ideas ({c['ideas_linked']:,}), {c['links']:,} links",
+            f"{c['commenter_companies']:,} companies behind them: "
+            f"{c['share_of_spend']:.0%} of all companies' spend",
+        ]
+    assert coverage == expected
+
+    # the cadence: posts published per month, each post once, up to the month of the load
+    cadence = _section(page, "cadence")
+    months = truth.announcement_months()
+    drawn = {
+        title_month: int(n.replace(",", ""))
+        for title_month, n in re.findall(r"<title>([A-Z][a-z]{2} \d\d): ([\d,]+) posts", cadence)
+    }
+    shown = [m for m in _all_months(min(months), current)][-24:]
+    assert drawn == {
+        _month(m): months[m]["posts_published"]
+        for m in shown
+        if m in months and months[m]["posts_published"]
+    }
+    assert f">{_month(current)}*</text>" in cadence
+
+    # comment activity: every month up to the load's, the load's month drawn as partial
+    activity = _section(page, "activity")
+    per_month = truth.activity_by_month()
+    points = re.findall(
+        r'<circle class="point( partial)?"[^>]*><title>([A-Z][a-z]{2} \d\d): ([\d,]+) '
+        r"public comments",
+        activity,
+    )
+    shown = _all_months(min(per_month), max(max(per_month), current))[-36:]
+    assert [(m, int(n.replace(",", ""))) for _, m, n in points] == [
+        (_month(m), per_month[m]["public_comments"] if m in per_month else 0) for m in shown
+    ]
+    assert [bool(partial) for partial, _, _ in points] == [m == current for m in shown]
+    assert 'class="line partial"' in activity
+
+
+def _all_months(first: date, last: date) -> list[date]:
+    out = [first]
+    while out[-1] < last:
+        year, month = divmod(out[-1].month, 12)
+        out.append(date(out[-1].year + year, month + 1, 1))
+    return out
 
 
 @pytest.mark.slow
@@ -28,6 +179,7 @@ def test_the_dashboard_draws_in_headless_chromium(harness: Harness, tmp_path: Pa
     page = out.read_text(encoding="utf-8")
     # self-contained: nothing that would make a browser fetch
     assert not re.search(r"<script|<link|<img|<iframe|\bsrc=|@import|url\(", page, re.I)
+    assert "Money is monthly spend in the account&#x27;s currency" in page
 
     path = harness.target().duckdb_file()
     assert path is not None
@@ -59,10 +211,29 @@ def test_the_dashboard_draws_in_headless_chromium(harness: Harness, tmp_path: Pa
         assert first_label and top[0].startswith(first_label.rstrip("…"))
         assert p.locator("section#funnel rect.bar").count() == statuses[0]
         assert p.locator("section#coverage rect.bar").count() == types[0]
-        assert p.locator("section#activity polyline.line").count() == 2
+        # two series, each with its partial last month drawn apart
+        assert p.locator("section#activity polyline.line:not(.partial)").count() == 2
+        assert p.locator("section#activity polyline.line.partial").count() == 2
+        # at 900 px the sections stack: one column
+        boxes = [p.locator(f"section#{c}").bounding_box() for c in CHARTS]
+        assert all(b is not None for b in boxes)
+        assert len({round(b["x"]) for b in boxes if b is not None}) == 1
         shot = tmp_path / "shot.png"
         p.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
+
+    # a wide window is used: the sections go side by side and fill it
+    with open_page(out, width=1600) as visit:
+        p = visit.page
+        boxes = [p.locator(f"section#{c}").bounding_box() for c in CHARTS]
+        assert all(b is not None for b in boxes)
+        demand, cadence = boxes[0], boxes[1]
+        assert demand is not None and cadence is not None
+        assert abs(demand["y"] - cadence["y"]) < 1 and cadence["x"] > demand["x"] + 600
+        assert cadence["x"] + cadence["width"] > 1500
+        tiles = p.locator(".tile")
+        first, last = tiles.first.bounding_box(), tiles.last.bounding_box()
+        assert first is not None and last is not None and abs(first["y"] - last["y"]) < 1
 
 
 def test_report_without_marts_says_what_to_run(
@@ -82,30 +253,62 @@ def test_report_without_marts_says_what_to_run(
     assert (tmp_path / "r.html").stat().st_size > 5_000
 
 
-def test_the_cadence_chart_keeps_months_without_posts() -> None:
-    from datetime import date
+def test_the_currency_is_a_setting_and_a_bad_one_is_refused(
+    harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    harness.sync()
+    monkeypatch.setenv("DESTINATION__DUCKDB__CREDENTIALS", str(harness.target().duckdb_file()))
+    out = tmp_path / "r.html"
+    monkeypatch.setenv("REPORT__CURRENCY", "CHF")
+    assert main(["report", "--output", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "Money is monthly spend in CHF" in page and " CHF/mo</b>" in page
+    # the option wins over the setting
+    assert main(["report", "--output", str(out), "--currency", "£"]) == 0
+    assert "Money is monthly spend in £" in out.read_text(encoding="utf-8")
+    capsys.readouterr()
+    # a malformed one: one line naming the setting, exit 2, the page left as it was
+    before = out.read_bytes()
+    monkeypatch.setenv("REPORT__CURRENCY", "a currency name far too long")
+    assert main(["report", "--output", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "REPORT__CURRENCY (currency in [report]) must be" in err[0]
+    assert out.read_bytes() == before
+    assert main(["report", "--output", str(out), "--currency", " "]) == 2
+    assert "--currency must be" in capsys.readouterr().err
 
-    from feedback_sync.app.report import _stacked_columns
 
-    rows = [
-        {
-            "month": date(2025, 1, 1),
-            "category_idx": "c1",
-            "category_name": "other",
-            "posts_published": 2,
-        },
-        {
-            "month": date(2025, 9, 1),
-            "category_idx": "c2",
-            "category_name": "other",
-            "posts_published": 1,
-        },
-    ]
-    svg = _stacked_columns(rows)
-    # nine month slots, labelled, though only two months had posts
-    for label in ("Jan 25", "May 25", "Sep 25"):
+def test_without_a_load_time_no_month_is_drawn_partial(harness: Harness) -> None:
+    harness.sync()
+    path = harness.target().duckdb_file()
+    assert path is not None
+    with open_duckdb_models(path, read_only=True) as (engine, where):
+        page, charts = render(engine, source=where, as_of=None)
+        with_load, _ = render(engine, source=where, as_of=datetime(2026, 11, 27, 9, 8, tzinfo=UTC))
+    assert charts == len(CHARTS)
+    assert "Data as of: not known" in page
+    assert not re.search(r'class="[a-z]+ partial"', page)
+    assert "no month is marked partial" in _section(page, "activity")
+    assert "Nov 26 is partial: the data was last loaded on 27 Nov 2026." in with_load
+    assert "Data as of 27 Nov 2026, 09:08 UTC (the last load)" in with_load
+
+
+def test_the_cadence_keeps_months_without_posts_and_marks_the_partial_one() -> None:
+    months = [date(2025, 1, 1), date(2025, 9, 1)]
+    # every month in between, up to the month of the load
+    shown = _window(months, date(2025, 11, 1), 24)
+    assert shown[0] == date(2025, 1, 1) and shown[-1] == date(2025, 11, 1) and len(shown) == 11
+    assert _window(months, None, 24)[-1] == date(2025, 9, 1)
+    assert len(_window(months, date(2027, 1, 1), 24)) == 24
+    svg = _columns(
+        [
+            (m, {date(2025, 1, 1): 2, date(2025, 9, 1): 1, shown[-1]: 3}.get(m, 0), "")
+            for m in shown
+        ],
+        shown[-1],
+    )
+    # eleven month slots, labelled, though only three months had posts
+    for label in ("Jan 25", "Mar 25", "Sep 25", "Nov 25*"):
         assert f">{label}</text>" in svg
-    # two categories with the same name stay two stacks (keyed by idx), drawn side by side
-    assert svg.count('class="bar"') == 2
-    xs = [float(x) for x in re.findall(r'class="bar" x="([0-9.]+)"', svg)]
-    assert xs[1] - xs[0] > 8 * (760 - 50) / 9 - 1
+    assert svg.count('class="bar"') == 2 and svg.count('class="bar partial"') == 1
+    assert "Nov 25: 3 posts (so far)" in svg

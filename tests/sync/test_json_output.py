@@ -16,6 +16,7 @@ import httpx
 import pytest
 from feedback_sync import __version__
 from feedback_sync.app import cli
+from feedback_sync.models.project import load_project
 from feedback_sync.package_data import package_path
 from feedback_sync.sandbox.server import RunningSandbox
 
@@ -104,11 +105,22 @@ def test_sync_status_push_and_check_documents(live_sandbox: RunningSandbox, tmp_
     assert list(followers) == ["loaded", "removed", "rows"]
     assert followers["rows"] == followers["loaded"] == len(dump["followers"])
     assert synced["tables"]["topics"]["rows"] == len(dump["topics"])
-    assert list(synced["models"]) == ["built", "mart_rows", "reused_from", "missing_sources"]
+    assert list(synced["models"]) == [
+        "built",
+        "mart_rows",
+        "reused_from",
+        "missing_sources",
+        "tests",
+    ]
     with duckdb.connect(str(tmp_path / "data" / "warehouse.duckdb"), read_only=True) as con:
         for mart, rows in synced["models"]["mart_rows"].items():
             ((count,),) = con.execute(f"select count(*) from marts.{mart}").fetchall()
             assert count == rows, mart
+    # every mart's data tests, all passed, as many as the project declares
+    tests = synced["models"]["tests"]
+    assert set(tests) == set(synced["models"]["mart_rows"])
+    assert all(t["failed"] == [] and t["passed"] > 0 for t in tests.values())
+    assert sum(t["passed"] for t in tests.values()) == len(load_project().tests)
 
     status = _json(tmp_path, env, "status")
     assert list(status) == STATUS_KEYS

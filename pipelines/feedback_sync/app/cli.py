@@ -389,10 +389,17 @@ def _report_parser(sub: Any) -> None:
         description="Write one HTML file (styles and SVG charts inline; it fetches nothing) "
         "with revenue-weighted demand by idea, announcement cadence, comment activity, the "
         "status funnel and integration coverage, from the marts the last sync or "
-        "`feedback-sync models` built.",
+        "`feedback-sync models` built, and when the data was last loaded.",
     )
     p.add_argument(
         "--output", default="data/report.html", help="the HTML file (default data/report.html)"
+    )
+    p.add_argument(
+        "--currency",
+        metavar="CODE",
+        help="the currency of the monthly spend the API sends (EUR, USD, ...); default: "
+        "[report] currency in .dlt/config.toml (REPORT__CURRENCY), else the page says "
+        '"the account\'s currency"',
     )
     _target_arguments(p)
     p.set_defaults(run=_run_report)
@@ -400,11 +407,12 @@ def _report_parser(sub: Any) -> None:
 
 def _run_report(args: argparse.Namespace) -> int:
     with _heavy_imports():
-        from feedback_sync.app.report import write
+        from feedback_sync.app.report import currency_setting, write
         from feedback_sync.errors import ModelError
 
+    currency = currency_setting(args.currency)  # a malformed one: one line, exit 2
     try:
-        report = write(_target(args), Path(args.output))
+        report = write(_target(args), Path(args.output), currency=currency)
     except ModelError as exc:
         print(f"feedback-sync report: error: {exc}", file=sys.stderr)
         return 1

@@ -115,6 +115,7 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
                 "mart_rows": dict(models.mart_rows),
                 "reused_from": models.reused_from,
                 "missing_sources": list(models.missing_sources),
+                "tests": models.tests_per_mart(),
             },
         }
     )

@@ -2,26 +2,44 @@
 
 One HTML file with its styles inline and its charts as inline SVG, drawn here from the
 marts: it opens offline, in any browser, from a file or an email attachment, and fetches
-nothing (no script, font, style or image from anywhere). Charts:
+nothing (no script, font, style or image from anywhere). It fills the window's width
+(the charts side by side where there is room).
 
-- demand by idea, weighted by revenue (``idea_engagement``);
-- announcement cadence: posts published per month and category (``announcement_calendar``);
+Every figure counts something once, and says what it counts:
+
+- the tiles: ideas, followers, public comments, private notes, companies, their monthly
+  spend and posts published, each a count of distinct things or a sum of an additive
+  column (``idea_engagement``, ``follower_activity``, ``idea_follower_activity``,
+  ``company_feedback``, ``announcement_months``);
+- demand by idea, weighted by revenue (``idea_engagement``): bars, never summed;
+- announcement cadence: posts published per month, each post once
+  (``announcement_months``), their categories in each column's tooltip
+  (``announcement_calendar``);
 - comment activity over time (``activity_by_month``);
-- the status funnel (``status_summary``);
-- integration coverage (``integration_coverage``).
+- the status funnel (``status_summary``) and integration coverage
+  (``integration_coverage``): the companies behind each row are counted once per row, and
+  the page says they do not add up across rows.
+
+The page says when the data was last loaded (the warehouse's newest completed load), draws
+that month as partial, and names the unit of money: the API sends amounts without a
+currency, so it is "the account's currency" unless ``[report] currency`` (or
+``--currency``) names it.
 """
 
 from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from feedback_sync.errors import ModelError
+import dlt
+
+from feedback_sync.errors import ConfigError, FeedbackError, ModelError
 from feedback_sync.models.project import MARTS_SCHEMA
 from feedback_sync.warehouse.engines import Engine, records
 from feedback_sync.warehouse.target import Target
@@ -31,7 +49,21 @@ WIDTH = 760
 TOP_IDEAS = 15
 CADENCE_MONTHS = 24
 ACTIVITY_MONTHS = 36
-CATEGORIES_SHOWN = 6
+CATEGORIES_IN_TOOLTIP = 6
+# what the page calls money when no currency is named
+ACCOUNT_CURRENCY = "the account's currency"
+_CURRENCY = re.compile(r"^[^\x00-\x1f\x7f]{1,16}$")
+NEEDED = (
+    "idea_engagement",
+    "idea_follower_activity",
+    "follower_activity",
+    "company_feedback",
+    "announcement_months",
+    "announcement_calendar",
+    "activity_by_month",
+    "status_summary",
+    "integration_coverage",
+)
 
 
 @dataclass
@@ -46,12 +78,36 @@ class Report:
         return f"report: {self.path} ({self.charts} charts, {self.bytes / 1024:,.0f} KiB)"
 
 
-def write(target: Target, output: Path) -> Report:
+def currency_setting(chosen: str | None = None) -> str | None:
+    """The currency the page names: ``chosen`` (``--currency``), else ``currency`` of
+    ``[report]`` (``REPORT__CURRENCY``), else None (the account's currency).
+
+    Raises:
+        ConfigError: the value is empty, longer than 16 characters or holds control
+            characters.
+    """
+    setting = "--currency"
+    if chosen is None:
+        chosen = dlt.config.get("report.currency")
+        setting = "REPORT__CURRENCY (currency in [report])"
+    if chosen is None:
+        return None
+    if not isinstance(chosen, str) or not _CURRENCY.match(chosen.strip()):
+        raise ConfigError(
+            f"{setting} must be a currency's code or symbol of 1 to 16 characters "
+            f"(EUR, USD, £), got {chosen!r}"
+        )
+    return chosen.strip()
+
+
+def write(target: Target, output: Path, currency: str | None = None) -> Report:
     """Writes the dashboard of ``target``'s marts to ``output`` (replaced whole).
+    ``currency`` names the unit of money (None: the account's currency).
 
     Raises:
         ModelError: no warehouse, or the marts are not built there.
     """
+    as_of = _last_load(target)
     with target.open_models(read_only=True) as (engine, where):
         marts = {
             row[0]
@@ -60,18 +116,12 @@ def write(target: Target, output: Path) -> Report:
                 [MARTS_SCHEMA],
             )
         }
-        needed = {
-            "idea_engagement",
-            "announcement_calendar",
-            "activity_by_month",
-            "status_summary",
-            "integration_coverage",
-            "company_feedback",
-        }
-        if not needed <= marts:
-            missing = ", ".join(sorted(needed - marts))
-            raise ModelError(f"{where} lacks the marts {missing}: run `feedback-sync models` first")
-        page, charts = render(engine, source=where)
+        missing = [name for name in NEEDED if name not in marts]
+        if missing:
+            raise ModelError(
+                f"{where} lacks the marts {', '.join(missing)}: run `feedback-sync models` first"
+            )
+        page, charts = render(engine, source=where, as_of=as_of, currency=currency)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.name}.partial")
     partial.write_text(page, encoding="utf-8")
@@ -79,23 +129,41 @@ def write(target: Target, output: Path) -> Report:
     return Report(output, charts, len(page.encode()))
 
 
+def _last_load(target: Target) -> datetime | None:
+    """When the warehouse's newest completed load was stored (UTC), or None when that
+    cannot be told (no load recorded, or the warehouse cannot say)."""
+    try:
+        stamp = target.committed().last_load
+    except FeedbackError:
+        return None
+    if not isinstance(stamp, datetime):
+        return None
+    return stamp.astimezone(UTC) if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
+
+
 def _rows(engine: Engine, sql: str) -> list[dict[str, Any]]:
     return records(engine, engine.translate(sql))
 
 
-def render(con: Engine, source: str) -> tuple[str, int]:
-    """The page, and how many charts it has."""
+def render(
+    con: Engine, source: str, as_of: datetime | None = None, currency: str | None = None
+) -> tuple[str, int]:
+    """The page, and how many charts it has. ``as_of``: when the data was last loaded."""
     m = MARTS_SCHEMA
-    kpis = _rows(
+    money = _Money(currency)
+    tiles = _rows(
         con,
         f"""
         select
             (select count(*) from {m}.idea_engagement) as ideas,
-            (select coalesce(sum(public_comments), 0) from {m}.idea_engagement) as comments,
-            (select coalesce(sum(private_notes), 0) from {m}.idea_engagement) as notes,
+            (select count(*) from {m}.follower_activity) as followers,
+            (select coalesce(sum(public_comments), 0) from {m}.idea_follower_activity)
+                as public_comments,
+            (select coalesce(sum(private_notes), 0) from {m}.idea_follower_activity)
+                as private_notes,
             (select count(*) from {m}.company_feedback) as companies,
             (select coalesce(sum(monthly_spend), 0) from {m}.company_feedback) as spend,
-            (select coalesce(sum(posts_published), 0) from {m}.announcement_calendar) as posts
+            (select coalesce(sum(posts_published), 0) from {m}.announcement_months) as posts
         """,
     )[0]
     ideas = _rows(
@@ -106,44 +174,63 @@ def render(con: Engine, source: str) -> tuple[str, int]:
             order by commenter_monthly_spend desc, public_comments desc, idea_idx
             limit {TOP_IDEAS}""",
     )
-    calendar = _rows(
+    posts = _rows(
         con,
-        f"""select month, category_idx, category_name, posts_published
-            from {m}.announcement_calendar
-            where month >= (select max(month) from {m}.announcement_calendar
-                            where posts_published > 0) - interval {CADENCE_MONTHS - 1} month
-            order by month""",
+        f"select month, posts_published from {m}.announcement_months "
+        "where posts_published > 0 order by month",
+    )
+    categories = _rows(
+        con,
+        f"""select month, category_name, posts_published from {m}.announcement_calendar
+            where posts_published > 0
+            order by month, posts_published desc, category_name""",
     )
     activity = _rows(
         con,
-        f"""select month, public_comments, private_notes from {m}.activity_by_month
-            where month >= (select max(month) from {m}.activity_by_month)
-                           - interval {ACTIVITY_MONTHS - 1} month
-            order by month""",
+        f"select month, public_comments, private_notes from {m}.activity_by_month order by month",
     )
     funnel = _rows(
         con,
-        f"""select status_name, ideas, demand_monthly_spend, shipped_ideas
+        f"""select status_name, ideas, announced_ideas, commenter_companies,
+                   commenter_monthly_spend, share_of_spend
             from {m}.status_summary order by funnel_position""",
     )
     coverage = _rows(
         con,
-        f"""select integration_type, ideas_linked, share_of_ideas, share_of_demand, links
+        f"""select integration_type, ideas_linked, share_of_ideas, commenter_companies,
+                   share_of_spend, links
             from {m}.integration_coverage order by share_of_ideas desc, integration_type""",
+    )
+    current = date(as_of.year, as_of.month, 1) if as_of is not None else None
+    cadence_months = _window([r["month"] for r in posts], current, CADENCE_MONTHS)
+    activity_months = _window([r["month"] for r in activity], current, ACTIVITY_MONTHS)
+    per_month = {r["month"]: int(r["posts_published"]) for r in posts}
+    by_category: dict[date, list[str]] = {}
+    for r in categories:
+        by_category.setdefault(r["month"], []).append(
+            f"{r['category_name'] or '(unnamed)'} {_count(r['posts_published'])}"
+        )
+    written = {r["month"]: r for r in activity}
+    partial_note = (
+        f"{_month_label(current)} is partial: the data was last loaded on {_day(as_of)}."
+        if current is not None and as_of is not None
+        else "When the data was last loaded is not known, so no month is marked partial."
     )
     sections = [
         _section(
             "demand",
             "Demand by idea, weighted by revenue",
-            f"The {TOP_IDEAS} ideas whose commenters' companies spend the most per month "
-            "(each company counted once per idea).",
+            f"The {TOP_IDEAS} ideas whose commenters' companies spend the most per month. A "
+            "company counts once per idea, and in every idea its followers wrote on: the "
+            "bars do not add up to the total spend.",
             _hbars(
                 [
                     (
                         str(r["idea_name"] or "(unnamed)"),
                         float(r["commenter_monthly_spend"]),
-                        f"{_money(r['commenter_monthly_spend'])} · {r['commenter_companies']} "
-                        f"companies · {r['public_comments'] + r['private_notes']} comments",
+                        f"{money(r['commenter_monthly_spend'])} · "
+                        f"{_count(r['commenter_companies'])} companies · "
+                        f"{_count(r['public_comments'] + r['private_notes'])} comments and notes",
                     )
                     for r in ideas
                 ],
@@ -153,34 +240,59 @@ def render(con: Engine, source: str) -> tuple[str, int]:
         _section(
             "cadence",
             "Announcement cadence",
-            f"Posts published per month and category, up to {CADENCE_MONTHS} months back from "
-            "the latest post (a post in two categories counts in both).",
-            _stacked_columns(calendar),
+            f"Posts published per month, each post counted once, the last {CADENCE_MONTHS} "
+            "months (a column's tooltip names its categories; a post filed under two counts "
+            f"in both there). {partial_note}",
+            _columns(
+                [
+                    (
+                        month,
+                        per_month.get(month, 0),
+                        "; ".join(by_category.get(month, [])[:CATEGORIES_IN_TOOLTIP]),
+                    )
+                    for month in cadence_months
+                ],
+                current,
+            ),
         ),
         _section(
             "activity",
             "Comment activity over time",
-            f"Public comments and private notes written per month, the last "
-            f"{ACTIVITY_MONTHS} months (the last month may be partial).",
+            f"Public comments and private notes written per month, the last {ACTIVITY_MONTHS} "
+            f"months. {partial_note}",
             _lines(
-                [r["month"] for r in activity],
+                activity_months,
                 [
-                    ("public comments", [int(r["public_comments"]) for r in activity]),
-                    ("private notes", [int(r["private_notes"]) for r in activity]),
+                    (
+                        "public comments",
+                        [_written(written, m, "public_comments") for m in activity_months],
+                    ),
+                    (
+                        "private notes",
+                        [_written(written, m, "private_notes") for m in activity_months],
+                    ),
                 ],
+                current,
             ),
         ),
         _section(
             "funnel",
             "Status funnel",
-            "Ideas per status, in the board's order, with the monthly spend behind them.",
+            "Ideas per status, in the board's order; how many of them a published post "
+            "names (which says nothing of their status); and the companies whose followers "
+            "commented on them, with those companies' monthly spend. A company behind ideas "
+            "in two statuses counts in both: the companies and their spend do not add up "
+            "across statuses.",
             _hbars(
                 [
                     (
                         str(r["status_name"] or "(unnamed)"),
                         float(r["ideas"]),
-                        f"{r['ideas']} ideas · {_money(r['demand_monthly_spend'])} · "
-                        f"{r['shipped_ideas']} shipped",
+                        f"{_count(r['ideas'])} ideas, {_count(r['announced_ideas'])} of them "
+                        "named in a published post\n"
+                        f"{_count(r['commenter_companies'])} companies behind them: "
+                        f"{money(r['commenter_monthly_spend'])}, "
+                        f"{_share(r['share_of_spend'])} of all companies' spend",
                     )
                     for r in funnel
                 ],
@@ -190,14 +302,18 @@ def render(con: Engine, source: str) -> tuple[str, int]:
         _section(
             "coverage",
             "Integration coverage",
-            "Share of ideas with at least one linked record, per tool.",
+            "Share of ideas with at least one linked record, per tool, and the share of all "
+            "companies' monthly spend behind those ideas (a company counts once per tool, "
+            "and in every tool its ideas are linked in).",
             _hbars(
                 [
                     (
                         str(r["integration_type"]),
                         float(r["share_of_ideas"]) * 100,
-                        f"{float(r['share_of_ideas']):.0%} of ideas ({r['ideas_linked']}) · "
-                        f"{float(r['share_of_demand']):.0%} of demand · {r['links']} links",
+                        f"{_share(r['share_of_ideas'])} of ideas ({_count(r['ideas_linked'])}), "
+                        f"{_count(r['links'])} links\n"
+                        f"{_count(r['commenter_companies'])} companies behind them: "
+                        f"{_share(r['share_of_spend'])} of all companies' spend",
                     )
                     for r in coverage
                 ],
@@ -206,34 +322,97 @@ def render(con: Engine, source: str) -> tuple[str, int]:
             ),
         ),
     ]
-    tiles = [
-        ("ideas", f"{kpis['ideas']:,}"),
-        ("public comments", f"{kpis['comments']:,}"),
-        ("private notes", f"{kpis['notes']:,}"),
-        ("companies", f"{kpis['companies']:,}"),
-        ("their monthly spend", _money(kpis["spend"])),
-        ("posts published", f"{kpis['posts']:,}"),
+    tile_values = [
+        ("ideas", "ideas", _count(tiles["ideas"])),
+        ("followers", "followers", _count(tiles["followers"])),
+        ("public_comments", "public comments", _count(tiles["public_comments"])),
+        ("private_notes", "private notes", _count(tiles["private_notes"])),
+        ("companies", "customer companies", _count(tiles["companies"])),
+        ("monthly_spend", "their monthly spend, in all", money(tiles["spend"])),
+        ("posts_published", "posts published", _count(tiles["posts"])),
     ]
-    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    loaded = (
+        f"Data as of {_moment(as_of)} (the last load)"
+        if as_of is not None
+        else "Data as of: not known (the warehouse records no completed load)"
+    )
+    unit = (
+        f"Money is monthly spend in {currency}"
+        if currency
+        else f"Money is monthly spend in {ACCOUNT_CURRENCY} (the API names none)"
+    )
     page = _PAGE.format(
         tiles="".join(
-            f'<div class="tile"><b>{html.escape(v)}</b><span>{html.escape(k)}</span></div>'
-            for k, v in tiles
+            f'<div class="tile" data-figure="{key}"><b>{html.escape(value)}</b>'
+            f"<span>{html.escape(label)}</span></div>"
+            for key, label, value in tile_values
         ),
+        meta=html.escape(f"{loaded} · {unit}, rounded to whole units."),
         sections="\n".join(sections),
-        generated=html.escape(generated),
+        generated=html.escape(datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
         source=html.escape(source),
     )
     return page, len(sections)
 
 
-def _money(value: Any) -> str:
-    amount = float(value or 0)
-    if amount >= 1_000_000:
-        return f"{amount / 1_000_000:,.1f}M/mo"
-    if amount >= 10_000:
-        return f"{amount / 1_000:,.0f}k/mo"
-    return f"{amount:,.0f}/mo"
+class _Money:
+    """Amounts as whole units with thousands separators, per month, in the named currency."""
+
+    def __init__(self, currency: str | None) -> None:
+        self.suffix = f" {currency}/mo" if currency else "/mo"
+
+    def __call__(self, value: Any) -> str:
+        return f"{_count(round(float(value or 0)))}{self.suffix}"
+
+
+def _count(value: Any) -> str:
+    """The one way a number is written: whole, with a comma every three digits."""
+    return f"{int(value):,}"
+
+
+def _share(value: Any) -> str:
+    return f"{float(value or 0):.0%}"
+
+
+def _moment(stamp: datetime) -> str:
+    return stamp.strftime("%d %b %Y, %H:%M UTC").lstrip("0")
+
+
+def _day(stamp: datetime) -> str:
+    return stamp.strftime("%d %b %Y").lstrip("0")
+
+
+def _written(by_month: dict[date, dict[str, Any]], month: date, column: str) -> int:
+    row = by_month.get(month)
+    return int(row[column]) if row is not None else 0
+
+
+def _next_month(month: date) -> date:
+    year, index = divmod(month.month, 12)
+    return date(month.year + year, index + 1, 1)
+
+
+def _months(first: date, last: date) -> list[date]:
+    """Every first-of-month from ``first`` to ``last``."""
+    out, current = [], date(first.year, first.month, 1)
+    while current <= last:
+        out.append(current)
+        current = _next_month(current)
+    return out
+
+
+def _window(months: Sequence[date], current: date | None, count: int) -> list[date]:
+    """The last ``count`` months up to the later of the last of ``months`` and the month
+    of the last load (``current``), every month in between, those without a row included.
+    Empty when ``months`` is."""
+    if not months:
+        return []
+    last = max(months) if current is None else max(max(months), current)
+    return _months(min(months), last)[-count:]
+
+
+def _month_label(value: date) -> str:
+    return value.strftime("%b %y")
 
 
 def _section(anchor: str, title: str, note: str, chart: str) -> str:
@@ -251,139 +430,149 @@ def _empty(height: int = 60) -> str:
 
 
 def _hbars(rows: Sequence[tuple[str, float, str]], color: str, maximum: float = 0.0) -> str:
-    """Horizontal bars: ``(label, value, annotation)`` per row."""
+    """Horizontal bars: ``(label, value, annotation)`` per row; the annotation goes below
+    the bar, a line per ``\n``, so a long one never runs off the chart."""
     if not rows:
         return _empty()
-    label_w, row_h, right = 230, 26, 250
+    label_w, bar_h, line_h, right = 190, 14, 15, 20
     top = max([maximum] + [value for _, value, _ in rows]) or 1.0
     span = WIDTH - label_w - right
-    height = row_h * len(rows) + 8
-    parts = [f'<svg class="chart hbar" viewBox="0 0 {WIDTH} {height}" role="img">']
-    for i, (label, value, note) in enumerate(rows):
-        y = 4 + i * row_h
+    heights = [bar_h + 8 + line_h * len(note.split("\n")) + 6 for _, _, note in rows]
+    parts = [f'<svg class="chart hbar" viewBox="0 0 {WIDTH} {sum(heights) + 8}" role="img">']
+    y = 4
+    for (label, value, note), row_h in zip(rows, heights, strict=True):
         w = max(1.0, span * value / top) if value > 0 else 0.0
-        text = label if len(label) <= 34 else label[:33] + "…"
+        text = label if len(label) <= 30 else label[:29] + "…"
+        lines = note.split("\n")
         parts.append(
-            f'<text class="label" x="{label_w - 8}" y="{y + 17}" text-anchor="end">'
+            f'<text class="label" x="{label_w - 8}" y="{y + 14}" text-anchor="end">'
             f"{html.escape(text)}</text>"
-            f'<rect class="bar" x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" '
-            f'fill="{color}"><title>{html.escape(label)}: {html.escape(note)}</title></rect>'
-            f'<text class="value" x="{label_w + w + 6:.1f}" y="{y + 17}">'
-            f"{html.escape(note)}</text>"
+            f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{bar_h}" '
+            f'fill="{color}"><title>{html.escape(label)}: {html.escape(" · ".join(lines))}'
+            "</title></rect>"
         )
+        for k, line in enumerate(lines):
+            parts.append(
+                f'<text class="value" x="{label_w}" y="{y + bar_h + 17 + k * line_h}">'
+                f"{html.escape(line)}</text>"
+            )
+        y += row_h
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _month_label(value: date) -> str:
-    return value.strftime("%b %y")
-
-
-def _months(first: date, last: date) -> list[date]:
-    """Every first-of-month from ``first`` to ``last``."""
-    out, current = [], date(first.year, first.month, 1)
-    while current <= last:
-        out.append(current)
-        year, month = divmod(current.month, 12)
-        current = date(current.year + year, month + 1, 1)
-    return out
-
-
-def _stacked_columns(rows: Sequence[dict[str, Any]]) -> str:
-    """Posts per month (every month in the range), stacked by category; the smaller
-    categories together as one more stack."""
-    rows = [r for r in rows if r["posts_published"]]
-    if not rows:
+def _columns(cells: Sequence[tuple[date, int, str]], current: date | None) -> str:
+    """One column per month: ``(month, posts, tooltip detail)``; the month of the last
+    load (``current``) is drawn as partial."""
+    if not any(n for _, n, _ in cells):
         return _empty()
-    totals: dict[str, int] = {}
-    names: dict[str, str] = {}
-    for r in rows:
-        idx = str(r["category_idx"])
-        totals[idx] = totals.get(idx, 0) + int(r["posts_published"])
-        names[idx] = str(r["category_name"] or idx)
-    ranked = sorted(totals, key=lambda c: (-totals[c], c))
-    shown = ranked[:CATEGORIES_SHOWN]
-    rest = len(ranked) - len(shown)
-    keys: list[str | None] = [*shown, *([None] if rest else [])]  # None: the smaller ones
-    labels = [names[k] if k is not None else f"{rest} more categories" for k in keys]
-    months = _months(min(r["month"] for r in rows), max(r["month"] for r in rows))
-    cells: dict[tuple[date, str | None], int] = {}
-    for r in rows:
-        key = str(r["category_idx"]) if str(r["category_idx"]) in shown else None
-        cells[(r["month"], key)] = cells.get((r["month"], key), 0) + int(r["posts_published"])
-    top = max(sum(cells.get((m, k), 0) for k in keys) for m in months) or 1
-    left, bottom, plot_h, legend_h = 40, 40, 220, 28
+    left, bottom, plot_h, legend_h = 48, 40, 220, 28
     height = legend_h + plot_h + bottom
-    step = (WIDTH - left - 10) / len(months)
+    top = max(n for _, n, _ in cells) or 1
+    step = (WIDTH - left - 10) / len(cells)
     bar_w = max(2.0, step * 0.7)
     parts = [f'<svg class="chart columns" viewBox="0 0 {WIDTH} {height}" role="img">']
-    parts += _legend(labels, legend_h)
+    parts += _legend([("posts published", PALETTE[0], False), ("partial month", PALETTE[0], True)])
     parts += _grid(top, left, legend_h, plot_h)
-    for i, month in enumerate(months):
+    for i, (month, n, detail) in enumerate(cells):
         x = left + i * step + (step - bar_w) / 2
-        y = float(legend_h + plot_h)
-        for j, key in enumerate(keys):
-            n = cells.get((month, key), 0)
-            if not n:
-                continue
+        partial = month == current
+        if n:
             h = plot_h * n / top
-            y -= h
+            title = f"{_month_label(month)}: {_count(n)} posts" + (" (so far)" if partial else "")
+            if detail:
+                title += f"; by category: {detail}"
             parts.append(
-                f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
-                f'fill="{PALETTE[j % len(PALETTE)]}"><title>{_month_label(month)}, '
-                f"{html.escape(labels[j])}: {n} posts</title></rect>"
+                f'<rect class="bar{" partial" if partial else ""}" x="{x:.1f}" '
+                f'y="{legend_h + plot_h - h:.1f}" width="{bar_w:.1f}" height="{h:.1f}" '
+                f'fill="{PALETTE[0]}"{_PARTIAL_FILL if partial else ""}>'
+                f"<title>{html.escape(title)}</title></rect>"
             )
-        if i % max(1, math.ceil(len(months) / 12)) == 0:
+        if _labelled(i, len(cells), current is not None and cells[-1][0] == current):
             parts.append(
                 f'<text class="axis" x="{x + bar_w / 2:.1f}" y="{legend_h + plot_h + 16}" '
-                f'text-anchor="middle">{_month_label(month)}</text>'
+                f'text-anchor="middle">{_month_label(month)}{"*" if partial else ""}</text>'
             )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _lines(months: Sequence[date], series: Sequence[tuple[str, Sequence[int]]]) -> str:
+def _lines(
+    months: Sequence[date], series: Sequence[tuple[str, Sequence[int]]], current: date | None
+) -> str:
+    """One line per series; the segment into the month of the last load (``current``)
+    is dashed and its point hollow: that month is partial."""
     if not months:
         return _empty()
-    left, bottom, plot_h, legend_h = 40, 40, 220, 28
+    left, bottom, plot_h, legend_h = 48, 40, 220, 28
     height = legend_h + plot_h + bottom
     top = max([1] + [v for _, values in series for v in values])
     step = (WIDTH - left - 20) / max(1, len(months) - 1)
+    partial = len(months) > 0 and months[-1] == current
     parts = [f'<svg class="chart lines" viewBox="0 0 {WIDTH} {height}" role="img">']
-    parts += _legend([name for name, _ in series], legend_h)
+    keys = [(name, PALETTE[j % len(PALETTE)], False) for j, (name, _) in enumerate(series)]
+    parts += _legend(keys + ([("partial month", PALETTE[-1], True)] if partial else []))
     parts += _grid(top, left, legend_h, plot_h)
     for j, (name, values) in enumerate(series):
         color = PALETTE[j % len(PALETTE)]
         points = [
             (left + i * step, legend_h + plot_h - plot_h * v / top) for i, v in enumerate(values)
         ]
-        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        whole = points[:-1] if partial else points
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in whole)
         parts.append(f'<polyline class="line" points="{path}" stroke="{color}" fill="none"/>')
-        for (x, y), month, v in zip(points, months, values, strict=True):
+        if partial and len(points) > 1:
+            (x0, y0), (x1, y1) = points[-2], points[-1]
             parts.append(
-                f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{color}">'
-                f"<title>{_month_label(month)}: {v} {html.escape(name)}</title></circle>"
+                f'<polyline class="line partial" points="{x0:.1f},{y0:.1f} {x1:.1f},{y1:.1f}" '
+                f'stroke="{color}" stroke-dasharray="5 4" fill="none"/>'
+            )
+        for i, ((x, y), month, v) in enumerate(zip(points, months, values, strict=True)):
+            last = partial and i == len(points) - 1
+            fill = "#fff" if last else color
+            note = " so far (partial month)" if last else ""
+            parts.append(
+                f'<circle class="point{" partial" if last else ""}" cx="{x:.1f}" cy="{y:.1f}" '
+                f'r="{3.5 if last else 2.5}" fill="{fill}" stroke="{color}">'
+                f"<title>{_month_label(month)}: {_count(v)} {html.escape(name)}{note}</title>"
+                "</circle>"
             )
     for i, month in enumerate(months):
-        if i % max(1, math.ceil(len(months) / 12)) == 0:
+        last = partial and i == len(months) - 1
+        if _labelled(i, len(months), partial):
             parts.append(
                 f'<text class="axis" x="{left + i * step:.1f}" y="{legend_h + plot_h + 16}" '
-                f'text-anchor="middle">{_month_label(month)}</text>'
+                f'text-anchor="middle">{_month_label(month)}{"*" if last else ""}</text>'
             )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _legend(names: Sequence[str], height: int) -> list[str]:
-    parts, x = [], 40.0
-    for j, name in enumerate(names):
+def _labelled(i: int, count: int, partial_last: bool) -> bool:
+    """Whether the ``i``-th of ``count`` months gets an axis label: about 12 evenly, and the
+    partial last month always (then no other label crowds it)."""
+    every = max(1, math.ceil(count / 12))
+    if partial_last:
+        return i == count - 1 or (i % every == 0 and count - 1 - i >= every)
+    return i % every == 0
+
+
+# a partial month's column: the colour, lighter, with its outline dashed
+_PARTIAL_FILL = ' fill-opacity="0.35" stroke-dasharray="4 3"'
+
+
+def _legend(keys: Sequence[tuple[str, str, bool]]) -> list[str]:
+    """``(name, colour, partial)`` per key."""
+    parts, x, height = [], 48.0, 28
+    for name, color, partial in keys:
+        style = f' fill-opacity="0.35" stroke="{color}" stroke-dasharray="3 2"' if partial else ""
         parts.append(
             f'<rect class="key" x="{x:.1f}" y="{height / 2 - 6:.1f}" width="12" height="12" '
-            f'fill="{PALETTE[j % len(PALETTE)]}"/>'
+            f'fill="{color}"{style}/>'
             f'<text class="legend" x="{x + 16:.1f}" y="{height / 2 + 4:.1f}">'
-            f"{html.escape(name)}</text>"
+            f"{html.escape(name)}{' (*)' if partial else ''}</text>"
         )
-        x += 28 + 7 * len(name)
+        x += 36 + 7 * len(name)
     return parts
 
 
@@ -394,7 +583,8 @@ def _grid(top: float, left: int, offset: int, plot_h: int) -> list[str]:
         y = offset + plot_h - plot_h * tick / top
         parts.append(
             f'<line class="grid" x1="{left}" x2="{WIDTH - 10}" y1="{y:.1f}" y2="{y:.1f}"/>'
-            f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>'
+            f'<text class="axis" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{_count(tick)}</text>"
         )
     return parts
 
@@ -417,14 +607,18 @@ _PAGE = """<!doctype html>
   :root {{ color-scheme: light; }}
   body {{ font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
          background: #f8fafc; color: #0f172a; }}
-  header, main, footer {{ max-width: 840px; margin: 0 auto; padding: 0 20px; }}
-  header h1 {{ font-size: 22px; margin: 24px 0 4px; }}
-  .tiles {{ display: grid; grid-template-columns: repeat(3, 1fr); gap: 10px; margin: 16px 0; }}
+  header, main, footer {{ margin: 0 auto; padding: 0 24px; max-width: 2400px; }}
+  header h1 {{ font-size: 22px; margin: 24px 0 2px; }}
+  .meta {{ color: #475569; margin: 0; }}
+  .tiles {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr));
+            gap: 10px; margin: 16px 0; }}
   .tile {{ background: #fff; border: 1px solid #e2e8f0; border-radius: 8px; padding: 10px 14px; }}
-  .tile b {{ display: block; font-size: 20px; }}
+  .tile b {{ display: block; font-size: 20px; font-variant-numeric: tabular-nums; }}
   .tile span {{ color: #64748b; }}
+  main {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 640px), 1fr));
+          gap: 14px; align-items: start; }}
   section {{ background: #fff; border: 1px solid #e2e8f0; border-radius: 8px;
-             padding: 12px 16px 16px; margin: 14px 0; }}
+             padding: 12px 16px 16px; min-width: 0; }}
   section h2 {{ font-size: 16px; margin: 4px 0; }}
   .note {{ color: #64748b; margin: 0 0 8px; }}
   svg.chart {{ width: 100%; height: auto; display: block; }}
@@ -432,12 +626,13 @@ _PAGE = """<!doctype html>
   svg text.value, svg text.axis {{ fill: #64748b; }}
   svg .grid {{ stroke: #e2e8f0; stroke-width: 1; }}
   svg .line {{ stroke-width: 2; }}
-  footer {{ color: #94a3b8; font-size: 12px; padding-bottom: 24px; }}
+  footer {{ color: #94a3b8; font-size: 12px; padding-top: 8px; padding-bottom: 24px; }}
 </style>
 </head>
 <body>
 <header>
 <h1>Feedback dashboard</h1>
+<p class="meta">{meta}</p>
 <div class="tiles">{tiles}</div>
 </header>
 <main>

@@ -105,15 +105,24 @@ def freshness_checks(
 
 
 def mart_checks(models: BuildResult | None, error: str | None) -> list[Check]:
-    """Every mart built (with its rows), or the model that failed."""
+    """Every mart built (with its rows) and its data tests passed, or the model or the data
+    tests that failed (the build's error names them)."""
     if error is not None:
         return [Check("marts build", "marts", error, False)]
     if models is None:
         return []
-    return [
+    tests = models.tests_per_mart()
+    checks = [
         Check("marts build", f"marts.{mart}", f"built, {rows:,} rows", True)
         for mart, rows in models.mart_rows.items()
     ]
+    for mart, outcome in tests.items():
+        failed = outcome["failed"]
+        figure = f"{outcome['passed']:,} passed" + (
+            f", failed: {'; '.join(failed)}" if failed else ""
+        )
+        checks.append(Check("data tests", f"marts.{mart}", figure, not failed))
+    return checks
 
 
 def failed(checks: Sequence[Check]) -> list[Check]:

@@ -12,8 +12,10 @@ arrived reads as a typed NULL, a table that never arrived as an empty relation, 
 soft-delete mode rows marked ``_deleted_at``, and the child rows of such rows, are left out.
 
 Each file opens with a comment block: a one-line description, then ``grain:``, ``key:``
-and ``columns:`` (one ``name: meaning`` line each). ``models --list`` shows it, and the
-tests check that the documented columns are the built ones.
+and ``columns:`` (one ``name: meaning`` line each), and for a mart its data tests under
+``tests:``. ``models --list`` shows it, and the tests check that the documented columns are
+the built ones. The data tests (``datatests.py``: those of the headers, and the queries of
+``sql/tests/``) run in the build's transaction; one that fails rolls the build back.
 
 The models are written once, in DuckDB's dialect; on PostgreSQL they are transpiled with
 sqlglot (``warehouse/engines.py``). Everything is built in one transaction of the
@@ -36,7 +38,9 @@ from typing import Any
 import dlt
 import duckdb
 
-from feedback_sync.errors import ConfigError, ModelError
+from feedback_sync.errors import ConfigError, DataTestsFailed, ModelError
+from feedback_sync.models import datatests
+from feedback_sync.models.datatests import DataTest, Outcome
 from feedback_sync.models.sqlfile import calls, read_header, substitute
 from feedback_sync.package_data import package_path
 from feedback_sync.source.resources import PARENT_KEYS
@@ -49,6 +53,8 @@ from feedback_sync.warehouse.target import Target
 SQL_DIR = package_path("sql")
 MARTS_SCHEMA = "marts"
 LAYERS = {"staging": "view", MARTS_SCHEMA: "table"}
+# the folder of singular data tests, beside the layers
+TESTS_FOLDER = "tests"
 # what a model's SQL calls: a loaded table, another model
 CALLS = ("source", "ref")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -78,6 +84,8 @@ class Model:
     columns: dict[str, str] = field(default_factory=dict)
     refs: set[str] = field(default_factory=set)
     sources: set[str] = field(default_factory=set)
+    # the header's ``tests:`` lines, ``(kind, arguments)``
+    test_lines: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def relation(self) -> str:
@@ -86,10 +94,12 @@ class Model:
 
 @dataclass
 class Project:
-    """The declared sources and the models, in the order they are built."""
+    """The declared sources, the models in the order they are built, and the data tests
+    of the marts (their SQL may still call ``ref()`` and ``source()``)."""
 
     sources: dict[str, dict[str, str]]
     models: list[Model]
+    tests: list[DataTest] = field(default_factory=list)
 
     def model(self, name: str) -> Model:
         for model in self.models:
@@ -165,7 +175,51 @@ def load_project(root: Path | None = None) -> Project:
     except CycleError as exc:
         cycle = " -> ".join(exc.args[1])
         raise ModelError(f"models refer to each other in a cycle: {cycle}") from None
-    return Project(sources, [found[name] for name in order])
+    project = Project(sources, [found[name] for name in order])
+    project.tests = _tests(project, root)
+    return project
+
+
+def _tests(project: Project, root: Path) -> list[DataTest]:
+    """The marts' data tests: those their headers declare, then ``tests/*.sql``."""
+
+    def relation(name: str) -> str:
+        return project.model(name).relation
+
+    tests: list[DataTest] = []
+    names = {m.name for m in project.models}
+    marts = {m.name for m in project.models if m.layer == MARTS_SCHEMA}
+    for model in project.models:
+        if model.layer != MARTS_SCHEMA:
+            if model.test_lines:
+                raise ModelError(f"{model.path}: data tests are for marts (tests: in a mart)")
+            continue
+        tests += datatests.generic(
+            model.name,
+            model.relation,
+            list(model.columns),
+            model.key,
+            model.test_lines,
+            relation,
+            str(model.path),
+        )
+    for path in sorted((root / TESTS_FOLDER).glob("*.sql")):
+        sql = path.read_text(encoding="utf-8")
+        header = read_header(sql, path.stem)
+        mart = header.fields.get("mart", "") if header is not None else ""
+        if header is None or not header.description or mart not in marts:
+            raise ModelError(
+                f"{path}: a data test opens with '-- {path.stem}: what must hold' and "
+                f"'-- mart: <the mart it guards>' (one of {', '.join(sorted(marts))})"
+            )
+        for kind, target in calls(sql, CALLS):
+            if kind == "ref" and target not in names:
+                raise ModelError(f"{path}: ref('{target}') names no model in {root}")
+            if kind == "source" and target not in project.sources:
+                raise ModelError(f"{path}: source('{target}') is not declared")
+        body = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
+        tests.append(DataTest(mart, path.stem, body.strip()))
+    return tests
 
 
 def _parse(path: Path, layer: str) -> Model:
@@ -181,6 +235,7 @@ def _parse(path: Path, layer: str) -> Model:
     model.grain = header.fields.get("grain", "")
     model.key = [k.strip() for k in header.fields.get("key", "").split(",") if k.strip()]
     model.columns = header.columns
+    model.test_lines = header.tests
     if not model.grain or not model.columns:
         raise ModelError(f"{path}: the doc comment needs 'grain:' and 'columns:'")
     for kind, target in calls(sql, CALLS):
@@ -324,13 +379,18 @@ def _union_or_empty(selects: list[str], names: Iterable[str]) -> str:
 
 def render(model: Model, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
     """The model's SQL with ``source()`` and ``ref()`` replaced by relations."""
+    return render_sql(model.sql, project, dataset, existing)
+
+
+def render_sql(sql: str, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
+    """``sql`` with ``source()`` and ``ref()`` replaced by relations."""
 
     def replace(kind: str, name: str) -> str:
         if kind == "ref":
             return project.model(name).relation
         return source_sql(name, project.sources[name], dataset, existing)
 
-    return substitute(model.sql, CALLS, replace)
+    return substitute(sql, CALLS, replace)
 
 
 @dataclass
@@ -343,6 +403,9 @@ class BuildResult:
     # when the build that is still current was made, where this one was skipped because
     # nothing the models read had changed since (``build(reuse=True)``); None: built now
     reused_from: Any = None
+    # the data tests' results (all passed: a failure raises DataTestsFailed); for a reused
+    # build, those of the build it reuses (same models, tests and rows: same results)
+    tests: list[Outcome] = field(default_factory=list)
 
     def summary(self) -> str:
         marts = ", ".join(f"{name} {rows:,}" for name, rows in self.mart_rows.items())
@@ -355,7 +418,20 @@ class BuildResult:
             line = f"models: built {len(self.built)} ({marts} rows)"
         if self.missing_sources:
             line += f"; read as empty (not loaded): {', '.join(self.missing_sources)}"
+        if self.tests:
+            line += "\n" + datatests.summary(self.tests)
         return line
+
+    def tests_per_mart(self) -> dict[str, dict[str, Any]]:
+        """Per mart: tests passed, and the names of those that failed."""
+        out: dict[str, dict[str, Any]] = {}
+        for outcome in self.tests:
+            mart = out.setdefault(outcome.mart, {"passed": 0, "failed": []})
+            if outcome.passed:
+                mart["passed"] += 1
+            else:
+                mart["failed"].append(outcome.name)
+        return out
 
 
 def build(
@@ -371,7 +447,11 @@ def build(
     (counted and hashed, order aside). Models that call a clock or a random function are
     always built.
 
+    Then the marts' data tests run in the same transaction.
+
     Raises:
+        DataTestsFailed: a data test found rows that break it; nothing of this build is
+            kept.
         ModelError: names the model that failed and carries the database's message; nothing
             of this build is kept.
     """
@@ -389,9 +469,14 @@ def build(
         (TYPE_DRIFT, type_drift_sql(dataset, existing)),
         (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
     ]
+    tests = [
+        DataTest(t.mart, t.name, render_sql(t.sql, project, dataset, existing))
+        for t in project.tests
+    ]
     fingerprint = None
-    if engine.hashes_rows and not any(_VOLATILE.search(sql) for _, sql in rendered):
-        fingerprint = _fingerprint(engine, project, dataset, existing, rendered, views)
+    statements = [sql for _, sql in rendered] + [t.sql for t in tests]
+    if engine.hashes_rows and not any(_VOLATILE.search(sql) for sql in statements):
+        fingerprint = _fingerprint(engine, project, dataset, existing, rendered, views, tests)
     if reuse and fingerprint is not None:
         stored = _last_build(engine)
         if stored is not None and stored[0] == fingerprint and _all_there(engine, project):
@@ -399,6 +484,7 @@ def build(
             result.built += [f"staging.{name}" for name, _ in views]
             result.mart_rows = json.loads(stored[2])
             result.reused_from = stored[1]
+            result.tests = [Outcome(t.mart, t.name, 0) for t in tests]
             return result
     with engine.build([*LAYERS, BUILD_SCHEMA] if fingerprint is not None else list(LAYERS)):
         for model, sql in rendered:
@@ -416,6 +502,9 @@ def build(
         for name, sql in views:
             engine.create("view", f'"staging"."{name}"', sql)
             result.built.append(f"staging.{name}")
+        result.tests = datatests.run(engine, tests)
+        if not all(o.passed for o in result.tests):
+            raise DataTestsFailed(result.tests)  # rolls the build back
         if fingerprint is not None:
             engine.execute(
                 f"create table if not exists {BUILD_TABLE} "
@@ -436,12 +525,14 @@ def _fingerprint(
     existing: dict[str, set[str]],
     rendered: list[tuple[Model, str]],
     views: list[tuple[str, str]],
+    tests: list[DataTest],
 ) -> str:
-    """What a build reads, as one digest: every model's and view's SQL as rendered (so the
-    columns and types that landed), and the rows of every ``source()`` relation: their count
-    and the sum of their rows' hashes."""
+    """What a build reads, as one digest: every model's, view's and data test's SQL as
+    rendered (so the columns and types that landed), and the rows of every ``source()``
+    relation: their count and the sum of their rows' hashes."""
     digest = hashlib.sha256()
-    for text in [sql for _, sql in rendered] + [sql for _, sql in views]:
+    texts = [sql for _, sql in rendered] + [sql for _, sql in views]
+    for text in texts + [f"{t.mart}\0{t.name}\0{t.sql}" for t in tests]:
         digest.update(text.encode())
         digest.update(b"\0")
     counts = " union all ".join(
@@ -496,6 +587,9 @@ def describe(project: Project) -> str:
             if layer == "marts":
                 for column, meaning in model.columns.items():
                     lines.append(f"    - {column}: {meaning}")
+                tests = [t.name for t in project.tests if t.mart == model.name]
+                if tests:
+                    lines.append(f"    data tests: {'; '.join(tests)}")
             else:
                 lines.append(f"    columns: {', '.join(model.columns)}")
         lines.append("")

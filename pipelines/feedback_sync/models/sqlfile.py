@@ -9,6 +9,8 @@ A file opens with a comment block::
     -- columns:
     --   <column>: what it means        indented: one line per column,
     --     carried on here                 indented further: the meaning goes on
+    -- tests:                           (models only, optional)
+    --   <kind>: <arguments>            indented: one data test per line
 
 and calls ``{{ function('name') }}`` in its SQL (``source``, ``ref``; ``curated``, ``var``),
 which the caller replaces with relations or literals.
@@ -33,6 +35,8 @@ class Header:
     description: str
     fields: dict[str, str] = field(default_factory=dict)
     columns: dict[str, str] = field(default_factory=dict)
+    # the ``tests:`` block: ``(kind, arguments)`` per line, in order (a kind may repeat)
+    tests: list[tuple[str, str]] = field(default_factory=list)
 
 
 def read_header(sql: str, name: str) -> Header | None:
@@ -46,22 +50,28 @@ def read_header(sql: str, name: str) -> Header | None:
         return None
     first = lines[0].strip()
     header = Header(first.split(":", 1)[1].strip() if first.startswith(f"{name}:") else first)
-    in_columns = False
+    section = ""  # "columns" or "tests" while in that block
     for raw in lines[1:]:
         text = raw.strip()
         if not text:
             continue
         indent = len(raw) - len(raw.lstrip())
         word, colon, rest = text.partition(":")
+        word = word.strip()
         if indent <= _HEADER_INDENT:
-            in_columns = word == "columns" and not rest.strip()
-            if colon and not in_columns:
-                header.fields[word.strip()] = rest.strip()
-        elif in_columns and colon and indent <= _COLUMN_INDENT and _IDENT.match(word.strip()):
-            header.columns[word.strip()] = rest.strip()
-        elif in_columns and header.columns:
+            section = word if word in ("columns", "tests") and not rest.strip() else ""
+            if colon and not section:
+                header.fields[word] = rest.strip()
+        elif section == "columns" and colon and indent <= _COLUMN_INDENT and _IDENT.match(word):
+            header.columns[word] = rest.strip()
+        elif section == "columns" and header.columns:
             last = next(reversed(header.columns))
             header.columns[last] += " " + text
+        elif section == "tests" and colon and indent <= _COLUMN_INDENT:
+            header.tests.append((word, rest.strip()))
+        elif section == "tests" and header.tests:
+            kind, arguments = header.tests[-1]
+            header.tests[-1] = (kind, f"{arguments} {text}")
     return header
 
 
