@@ -72,8 +72,8 @@ def open_page(path: Path | str, width: int = 900, height: int = 900) -> Iterator
 
 
 def screenshot(html: Path, png: Path) -> None:
-    """A full-page PNG of ``html``."""
-    with open_page(html) as visit:
+    """A full-page PNG of ``html``, in a window as wide as a laptop's screen."""
+    with open_page(html, width=1400) as visit:
         png.parent.mkdir(parents=True, exist_ok=True)
         visit.page.screenshot(path=str(png), full_page=True)
 

@@ -119,7 +119,7 @@ class SyncResult:
         if self.exported:
             lines.append(f"  wrote {len(self.exported)} Parquet file(s)")
         if self.models is not None:
-            lines.append(f"  {self.models.summary()}")
+            lines += [f"  {line}" for line in self.models.summary().splitlines()]
         if self.models_error is not None:
             lines.append(f"  models FAILED (the synced data is kept): {self.models_error}")
         return "\n".join(lines)
