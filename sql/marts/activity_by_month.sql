@@ -1,7 +1,7 @@
 -- activity_by_month: The board's pulse: feedback, new ideas and new followers per month.
 -- grain: one row per calendar month (UTC) from the first to the last month with any comment,
---   note, idea or follower created; months without any are rows of zeros. The month of
---   the last load is partial until it ends: its figures are that month so far
+--   note, idea or follower created; months without any are rows of zeros. A month still
+--   in progress when the data was loaded holds that month so far
 -- key: month
 -- columns:
 --   month: first day of the month (UTC)

@@ -1,7 +1,7 @@
 -- announcement_months: The changelog's cadence: posts, reactions and announced ideas per month, each post counted once.
 -- grain: one row per calendar month (UTC) from the first to the last month with a post
---   (published, scheduled or draft); months without any are rows of zeros. The month of
---   the last load is partial until it ends
+--   (published, scheduled or draft); months without any are rows of zeros. A month still
+--   in progress when the data was loaded holds that month so far
 -- key: month
 -- columns:
 --   month: first day of the month (UTC): of published_at for published and scheduled posts,

@@ -20,7 +20,6 @@
 --   relationships: company_id -> follower_companies.company_id
 --   accepted_range: followers 1..
 --   expression: first_activity_at <= last_activity_at
---   expression: (first_activity_at is null) = (public_comments + private_notes = 0)
 with copies as (
     select
         fc.company_id,

@@ -12,7 +12,8 @@
 --     spend (company_feedback holds each company once)
 --   public_comments: public comments written
 --   private_notes: private notes written
---   ideas_engaged: distinct ideas commented or noted on
+--   ideas_engaged: distinct ideas commented or noted on (not additive across followers:
+--     an idea two followers wrote on counts for both)
 --   first_activity_at: first comment or note (NULL if none)
 --   last_activity_at: latest comment or note (NULL if none)
 -- tests:
@@ -21,7 +22,7 @@
 --   relationships: follower_idx -> followers.follower_idx
 --   accepted_range: companies 0..
 --   expression: ideas_engaged <= public_comments + private_notes
---   expression: (first_activity_at is null) = (public_comments + private_notes = 0)
+--   expression: first_activity_at <= last_activity_at
 with memberships as (
     select
         fc.follower_idx,

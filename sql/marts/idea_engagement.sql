@@ -8,14 +8,16 @@
 --   status_name: that status's name
 --   public_comments: public comments on it (loaded rows, not the service's counter)
 --   private_notes: private notes on it
---   distinct_commenters: distinct followers who wrote a comment or note on it
+--   distinct_commenters: distinct followers who wrote a comment or note on it (not
+--     additive across ideas: a follower who wrote on two ideas counts in both)
 --   first_activity_at: its first comment or note (NULL if none)
 --   last_activity_at: its latest comment or note (NULL if none)
 --   linked_records: records in external tools linked to it
 --   links_by_type: linked records per integration type (MAP type -> count; empty if none;
 --     links without a type count in linked_records only)
 --   shipped_in_announcements: published posts that name it (a post naming an idea says
---     nothing of its status: compare status_name)
+--     nothing of its status: compare status_name; not additive across ideas: a post
+--     naming two ideas counts for both)
 --   shipped_announcement_idxs: those posts' ids, oldest first
 --   first_shipped_at: when the first of them was published (NULL if never)
 --   commenter_companies: distinct companies its commenters belong to
@@ -26,18 +28,12 @@
 --     0); not additive across ideas, as commenter_companies: status_summary,
 --     topic_summary and integration_coverage count each company once per row
 -- tests:
---   not_null: idea_name, public_comments, private_notes, distinct_commenters
---   not_null: linked_records, shipped_in_announcements, commenter_companies
---   not_null: commenter_monthly_spend
+--   not_null: public_comments, private_notes, distinct_commenters, linked_records
+--   not_null: shipped_in_announcements, commenter_companies, commenter_monthly_spend
 --   relationships: idea_idx -> ideas.idea_idx
---   accepted_range: public_comments 0..
---   accepted_range: private_notes 0..
---   accepted_range: commenter_companies 0..
 --   expression: distinct_commenters <= public_comments + private_notes
---   expression: (first_activity_at is null) = (public_comments + private_notes = 0)
 --   expression: first_activity_at <= last_activity_at
---   expression: shipped_in_announcements = coalesce(array_length(shipped_announcement_idxs), 0)
---   expression: (first_shipped_at is null) = (shipped_in_announcements = 0)
+--   expression: commenter_companies <= (select count(*) from {{ ref('company_feedback') }})
 with activity as (
     select
         idea_idx,

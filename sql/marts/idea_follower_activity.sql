@@ -10,7 +10,7 @@
 --   first_activity_at: the follower's first comment or note on the idea
 --   last_activity_at: the follower's latest comment or note on the idea
 -- tests:
---   not_null: idea_idx, public_comments, private_notes, first_activity_at
+--   not_null: idea_idx, public_comments, private_notes
 --   expression: public_comments + private_notes >= 1
 --   expression: first_activity_at <= last_activity_at
 select

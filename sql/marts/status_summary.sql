@@ -20,16 +20,16 @@
 --     rounded to cents (not additive across statuses, as commenter_companies; replaces
 --     demand_monthly_spend, which counted a company once per idea)
 --   share_of_spend: commenter_monthly_spend over the monthly spend of every company
---     (company_feedback), to 4 decimals (0 when that total is 0)
+--     (company_feedback), to 4 decimals (0 when that total is 0 or no company is behind
+--     the status; NULL when a company's spend is negative)
 -- tests:
---   not_null: status_name, funnel_position, ideas, public_comments, private_notes
---   not_null: announced_ideas, commenter_companies, commenter_monthly_spend, share_of_spend
---   unique: funnel_position
+--   not_null: funnel_position, ideas, public_comments, private_notes, announced_ideas
+--   not_null: commenter_companies, commenter_monthly_spend
 --   relationships: status_idx -> statuses.status_idx
 --   accepted_range: share_of_spend 0..1
---   accepted_range: ideas 0..
 --   expression: announced_ideas <= ideas
 --   expression: ideas > 0 or commenter_companies = 0
+--   expression: commenter_companies <= (select count(*) from {{ ref('company_feedback') }})
 with ideas as (
     select
         ie.idea_idx,
@@ -51,24 +51,10 @@ per_status as (
     group by status_idx
 ),
 
-companies as (
-    select distinct i.status_idx, ica.company_id
-    from ideas as i
-    inner join {{ ref('idea_company_activity') }} as ica using (idea_idx)
-),
-
 demand as (
-    select
-        c.status_idx,
-        count(*) as commenter_companies,
-        coalesce(sum(cf.monthly_spend), 0) as commenter_monthly_spend
-    from companies as c
-    inner join {{ ref('company_feedback') }} as cf using (company_id)
-    group by c.status_idx
-),
-
-board as (
-    select coalesce(sum(monthly_spend), 0) as total_spend from {{ ref('company_feedback') }}
+    select group_key as status_idx, commenter_companies, commenter_monthly_spend, share_of_spend
+    from {{ ref('demand_by_group') }}
+    where group_kind = 'status'
 )
 
 select
@@ -81,11 +67,8 @@ select
     coalesce(p.private_notes, 0) as private_notes,
     coalesce(p.announced_ideas, 0) as announced_ideas,
     coalesce(d.commenter_companies, 0) as commenter_companies,
-    round(coalesce(d.commenter_monthly_spend, 0), 2)::double as commenter_monthly_spend,
-    round(case when board.total_spend = 0 then 0.0
-        else coalesce(d.commenter_monthly_spend, 0) / board.total_spend end, 4)::double
-        as share_of_spend
+    coalesce(d.commenter_monthly_spend, 0.0) as commenter_monthly_spend,
+    case when d.status_idx is null then 0.0 else d.share_of_spend end as share_of_spend
 from {{ ref('statuses') }} as s
-cross join board
 left join per_status as p using (status_idx)
 left join demand as d using (status_idx)

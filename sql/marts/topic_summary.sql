@@ -10,22 +10,24 @@
 --   public_comments: public comments on those ideas (not additive across topics, as ideas)
 --   private_notes: private notes on those ideas (not additive across topics, as ideas)
 --   linked_records: external records linked to those ideas (not additive across topics)
---   announced_ideas: those ideas named in at least one published post (was shipped_ideas)
+--   announced_ideas: those ideas named in at least one published post (was shipped_ideas;
+--     not additive across topics, as ideas)
 --   commenter_companies: distinct companies whose followers commented or noted on those
 --     ideas (not additive across topics)
 --   commenter_monthly_spend: those companies' monthly spend, each company counted once,
 --     rounded to cents (not additive across topics; replaces demand_monthly_spend, which
 --     counted a company once per idea)
 --   share_of_spend: commenter_monthly_spend over the monthly spend of every company
---     (company_feedback), to 4 decimals (0 when that total is 0)
+--     (company_feedback), to 4 decimals (0 when that total is 0 or no company is behind
+--     the topic; NULL when a company's spend is negative)
 -- tests:
---   not_null: topic_name, ideas, public_comments, private_notes, linked_records
---   not_null: announced_ideas, commenter_companies, commenter_monthly_spend, share_of_spend
+--   not_null: ideas, public_comments, private_notes, linked_records, announced_ideas
+--   not_null: commenter_companies, commenter_monthly_spend
 --   relationships: topic_idx -> topics.topic_idx
 --   accepted_range: share_of_spend 0..1
---   accepted_range: ideas 0..
 --   expression: announced_ideas <= ideas
 --   expression: ideas > 0 or commenter_companies = 0
+--   expression: commenter_companies <= (select count(*) from {{ ref('company_feedback') }})
 with filed as (
     select distinct it.topic_idx, ie.idea_idx, ie.public_comments, ie.private_notes,
         ie.linked_records, ie.shipped_in_announcements
@@ -45,24 +47,10 @@ per_topic as (
     group by topic_idx
 ),
 
-companies as (
-    select distinct f.topic_idx, ica.company_id
-    from filed as f
-    inner join {{ ref('idea_company_activity') }} as ica using (idea_idx)
-),
-
 demand as (
-    select
-        c.topic_idx,
-        count(*) as commenter_companies,
-        coalesce(sum(cf.monthly_spend), 0) as commenter_monthly_spend
-    from companies as c
-    inner join {{ ref('company_feedback') }} as cf using (company_id)
-    group by c.topic_idx
-),
-
-board as (
-    select coalesce(sum(monthly_spend), 0) as total_spend from {{ ref('company_feedback') }}
+    select group_key as topic_idx, commenter_companies, commenter_monthly_spend, share_of_spend
+    from {{ ref('demand_by_group') }}
+    where group_kind = 'topic'
 )
 
 select
@@ -75,11 +63,8 @@ select
     coalesce(p.linked_records, 0) as linked_records,
     coalesce(p.announced_ideas, 0) as announced_ideas,
     coalesce(d.commenter_companies, 0) as commenter_companies,
-    round(coalesce(d.commenter_monthly_spend, 0), 2)::double as commenter_monthly_spend,
-    round(case when board.total_spend = 0 then 0.0
-        else coalesce(d.commenter_monthly_spend, 0) / board.total_spend end, 4)::double
-        as share_of_spend
+    coalesce(d.commenter_monthly_spend, 0.0) as commenter_monthly_spend,
+    case when d.topic_idx is null then 0.0 else d.share_of_spend end as share_of_spend
 from {{ ref('topics') }} as t
-cross join board
 left join per_topic as p using (topic_idx)
 left join demand as d using (topic_idx)

@@ -118,14 +118,11 @@ def test_a_singular_data_test_needs_its_header_and_known_refs(tmp_path: Path) ->
 
 def _counting_companies_per_idea(root: Path) -> None:
     """The bug the status funnel once had: a company counted once per idea."""
-    mart = root / "marts" / "status_summary.sql"
+    mart = root / "marts" / "demand_by_group.sql"
     sql = mart.read_text()
-    assert "select distinct i.status_idx, ica.company_id" in sql
-    mart.write_text(
-        sql.replace(
-            "select distinct i.status_idx, ica.company_id", "select i.status_idx, ica.company_id"
-        )
-    )
+    distinct = "select distinct m.group_kind, m.group_key, ica.company_id"
+    assert distinct in sql
+    mart.write_text(sql.replace(distinct, distinct.replace("distinct ", "")))
 
 
 def _marts(path: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -163,8 +160,8 @@ def test_a_failing_data_test_fails_the_build_by_name_and_keeps_the_previous_mart
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert "data tests failed, so the models were not replaced" in err[0]
-    assert "marts.company_feedback: companies_behind_a_row_are_board_companies: " in err[0]
-    assert "marts.status_summary: share_of_spend in 0..1: " in err[0]
+    assert "marts.demand_by_group: share_of_spend in 0..1: " in err[0]
+    assert "marts.status_summary: commenter_companies <= (select count(*) from " in err[0]
     assert _marts(path) == before  # the whole build rolled back
 
     con = duckdb.connect(str(path))
@@ -172,6 +169,7 @@ def test_a_failing_data_test_fails_the_build_by_name_and_keeps_the_previous_mart
         with pytest.raises(DataTestsFailed) as caught:
             build(con, "feedback", load_project(broken))
         failed = {(o.mart, o.name) for o in caught.value.outcomes if not o.passed}
+        assert ("demand_by_group", "share_of_spend in 0..1") in failed
         assert ("status_summary", "share_of_spend in 0..1") in failed
         assert all(o.mart in per_mart for o in caught.value.outcomes)
     finally:
@@ -198,5 +196,5 @@ def test_a_failing_data_test_keeps_the_previous_parquet_marts(
 def test_models_list_shows_each_marts_data_tests(capsys: Any) -> None:
     assert main(["models", "--list"]) == 0
     out = capsys.readouterr().out
-    assert "    data tests: status_idx unique; status_name not null;" in out
+    assert "    data tests: status_idx unique; funnel_position not null;" in out
     assert "status_funnel_counts_each_idea_once" in out

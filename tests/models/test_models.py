@@ -413,7 +413,11 @@ def test_models_that_read_the_clock_are_always_built(harness: Harness, tmp_path:
     project = tmp_path / "sql"
     shutil.copytree(PROJECT.models[0].path.parent.parent, project)
     mart = project / "marts" / "status_summary.sql"
-    mart.write_text(mart.read_text().replace("select", "select current_date as built_on,", 1))
+    sql = mart.read_text()
+    assert "    row_number() over" in sql
+    mart.write_text(
+        sql.replace("    row_number() over", "    current_date as built_on, row_number() over")
+    )
     con = duckdb.connect(str(harness.target().duckdb_file()))
     try:
         assert build(con, "feedback", load_project(project), reuse=True).reused_from is None
@@ -450,5 +454,47 @@ def test_a_company_sent_without_an_id_is_left_out_and_the_tests_pass(tmp_path: P
             "select company_monthly_spend from marts.follower_activity order by follower_idx"
         ).fetchall()
         assert spend == [(500.0,), (0.0,)]
+    finally:
+        con.close()
+
+
+def test_a_negative_spend_leaves_the_share_of_spend_untold(tmp_path: Path) -> None:
+    """A credit (a negative monthly spend, which the spec's "number" allows) makes a share
+    of the total meaningless: the shares are NULL, the spend is summed as sent, and the
+    data tests pass (a share outside 0..1 would fail them)."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    try:
+        con.execute("create schema feedback")
+        con.execute(
+            "create table feedback.followers as select * from (values "
+            "('flw_1', 'One'), ('flw_2', 'Two')) t(idx, name)"
+        )
+        con.execute(
+            "create table feedback.followers__companies as select * from (values "
+            "('flw_1', 0, 'acct-1', 'Big', 500.0), ('flw_2', 0, 'acct-2', 'Credit', -200.0)) "
+            "t(follower_idx, _dlt_list_idx, id, name, monthly_spend)"
+        )
+        con.execute(
+            "create table feedback.statuses as select * from (values "
+            "('sts_1', 'Planned', timestamptz '2025-01-01 00:00:00+00')) t(idx, name, created_at)"
+        )
+        con.execute(
+            "create table feedback.ideas as select * from (values "
+            "('ide_1', 'An idea', 'sts_1')) t(idx, name, status_idx)"
+        )
+        con.execute(
+            "create table feedback.comments as select * from (values "
+            "('cmt_1', 'ide_1', 'flw_1', false, timestamptz '2025-02-01 00:00:00+00')) "
+            "t(idx, idea_idx, follower__idx, is_private, created_at)"
+        )
+        result = build(con, "feedback", PROJECT)
+        assert result.tests and all(o.passed for o in result.tests)
+        row = con.execute(
+            "select commenter_companies, commenter_monthly_spend, share_of_spend "
+            "from marts.status_summary"
+        ).fetchone()
+        assert row == (1, 500.0, None)
+        total = con.execute("select sum(monthly_spend) from marts.company_feedback").fetchone()
+        assert total == (300.0,)
     finally:
         con.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import UTC, date, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 Row = dict[str, Any]
@@ -15,13 +16,22 @@ _NO_POSTS = {"posts_published": 0, "scheduled_posts": 0, "drafts": 0, "reactions
 
 
 def ts(value: str | None) -> datetime | None:
+    """An API timestamp, either spelling, as an aware UTC datetime."""
     if value is None:
         return None
     return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
 
 
+def rounded(value: float, places: int) -> float:
+    """``value`` to ``places`` decimals, a half away from zero, as SQL's round does
+    (Python's ``round`` takes a half to the even digit: 0.03125 -> 0.0312, not 0.0313)."""
+    step = Decimal(1).scaleb(-places)
+    return float(Decimal(repr(value)).quantize(step, rounding=ROUND_HALF_UP))
+
+
 def cents(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
+    """Money as the marts round it: to cents."""
+    return None if value is None else rounded(value, 2)
 
 
 class Truth:
@@ -181,7 +191,7 @@ class Truth:
                 cell["reactions_total"] += sum((post.get("reaction_count") or {}).values())
                 ideas[month] |= {i["idx"] for i in post["ideas"]}
         out = {}
-        for month in _months(min(cells), max(cells)):
+        for month in every_month(min(cells), max(cells)):
             cell = cells.get(
                 month,
                 {"posts_published": 0, "scheduled_posts": 0, "drafts": 0, "reactions_total": 0},
@@ -220,23 +230,51 @@ class Truth:
         return out
 
     def total_spend(self) -> float:
+        """Every company's monthly spend: the board's total."""
         return sum(self.spend(c) for c in self.companies)
 
     def _companies_behind(self, ideas: set[str]) -> Row:
         """The distinct companies whose followers wrote on ``ideas``, each counted once."""
+        loaded = {i["idx"] for i in self.dump["ideas"]}
         companies = {
             company
-            for idea in ideas
+            for idea in ideas & loaded
             for c in self.comments_by_idea[idea]
             for company in self.companies_of[c["follower"]["idx"]]
         }
         spend = sum(self.spend(c) for c in companies)
         total = self.total_spend()
+        share: float | None = rounded(spend / total, 4) if total else 0.0
+        if any(self.spend(c) < 0 for c in self.companies):
+            share = None  # a share of a total with credits in it: not told
+        if not companies:
+            share = 0.0
         return {
             "commenter_companies": len(companies),
             "commenter_monthly_spend": cents(spend),
-            "share_of_spend": round(spend / total, 4) if total else 0.0,
+            "share_of_spend": share,
         }
+
+    def _groups(self) -> dict[tuple[str, str], set[str]]:
+        """The ideas of each status, topic and integration type, by (kind, key)."""
+        statuses = {s["idx"] for s in self.dump["statuses"]}
+        groups: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for idea in self.dump["ideas"]:
+            if idea["status_idx"] in statuses:
+                groups[("status", idea["status_idx"])].add(idea["idx"])
+            for topic in idea["topic_idxs"]:
+                groups[("topic", topic)].add(idea["idx"])
+        for link in self.dump["integration_links"]:
+            groups[("integration_type", link["type"])].add(link["idea_idx"])
+        return groups
+
+    def demand_by_group(self) -> dict[Any, Row]:
+        out = {}
+        for key, ideas in self._groups().items():
+            behind = self._companies_behind(ideas)
+            if behind["commenter_companies"]:
+                out[key] = behind
+        return out
 
     def _rollup(self, ideas: list[str], engagement: dict[Any, Row]) -> Row:
         rows = [engagement[i] for i in ideas]
@@ -288,7 +326,7 @@ class Truth:
                 "links": len(links),
                 "ideas_linked": len(ideas),
                 "ideas_total": len(all_ideas),
-                "share_of_ideas": round(len(ideas) / len(all_ideas), 4) if all_ideas else 0.0,
+                "share_of_ideas": rounded(len(ideas) / len(all_ideas), 4) if all_ideas else 0.0,
                 **self._companies_behind(ideas),
                 "first_linked_at": min(times),
                 "last_linked_at": max(times),
@@ -321,7 +359,7 @@ class Truth:
         for follower in self.dump["followers"]:
             cells[month(follower["created_at"])]["new_followers"] += 1
         out = {}
-        for current in _months(min(cells), max(cells)):
+        for current in every_month(min(cells), max(cells)):
             cell = cells[current]
             out[current] = {
                 "public_comments": cell["public_comments"],
@@ -334,7 +372,7 @@ class Truth:
         return out
 
 
-def _months(first: date, last: date) -> list[date]:
+def every_month(first: date, last: date) -> list[date]:
     """Every first of a month from ``first`` to ``last``."""
     out, current = [], first
     while current <= last:

@@ -15,11 +15,12 @@ from typing import Any
 import duckdb
 import pytest
 from feedback_sync.app.cli import main
-from feedback_sync.app.report import _columns, _window, render, write
+from feedback_sync.app.report import Freshness, _columns, _window, render, write
 from feedback_sync.errors import ModelError
+from feedback_sync.models.project import build
 from feedback_sync.warehouse.duckdb import open_duckdb_models
 
-from tests.models.truth import Truth
+from tests.models.truth import Truth, every_month
 from tests.support.browser import open_page
 from tests.sync.harness import Harness
 
@@ -27,7 +28,11 @@ CHARTS = ("demand", "cadence", "activity", "funnel", "coverage")
 
 
 def _month(value: date) -> str:
-    return value.strftime("%b %y")
+    return value.strftime("%b %Y")
+
+
+def _n(count: int, one: str, many: str) -> str:
+    return f"1 {one}" if count == 1 else f"{count:,} {many}"
 
 
 def _section(page: str, anchor: str) -> str:
@@ -98,8 +103,9 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
     row = ideas[top]
     assert _texts(demand, "label")[0].rstrip("…") in row["idea_name"]
     assert _texts(demand, "value")[0] == (
-        f"{round(row['commenter_monthly_spend']):,} EUR/mo · {row['commenter_companies']:,} "
-        f"companies · {row['public_comments'] + row['private_notes']:,} comments and notes"
+        f"{round(row['commenter_monthly_spend']):,} EUR/mo · "
+        f"{_n(row['commenter_companies'], 'company', 'companies')} · "
+        f"{row['public_comments'] + row['private_notes']:,} comments and notes"
     )
 
     # the status funnel: ideas, announced ideas, the companies behind each status once
@@ -108,8 +114,9 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
     expected: list[str] = []
     for s in statuses:
         expected += [
-            f"{s['ideas']:,} ideas, {s['announced_ideas']:,} of them named in a published post",
-            f"{s['commenter_companies']:,} companies behind them: "
+            f"{_n(s['ideas'], 'idea', 'ideas')}, {s['announced_ideas']:,} of them named in a "
+            "published post",
+            f"{_n(s['commenter_companies'], 'company', 'companies')} behind them: "
             f"{round(s['commenter_monthly_spend']):,} EUR/mo, "
             f"{s['share_of_spend']:.0%} of all companies' spend",
         ]
@@ -125,8 +132,9 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
     for k in order:
         c = kinds[k]
         expected += [
-            f"{c['share_of_ideas']:.0%} of ideas ({c['ideas_linked']:,}), {c['links']:,} links",
-            f"{c['commenter_companies']:,} companies behind them: "
+            f"{c['share_of_ideas']:.0%} of ideas ({c['ideas_linked']:,}), "
+            f"{_n(c['links'], 'link', 'links')}",
+            f"{_n(c['commenter_companies'], 'company', 'companies')} behind them: "
             f"{c['share_of_spend']:.0%} of all companies' spend",
         ]
     assert coverage == expected
@@ -136,9 +144,9 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
     months = truth.announcement_months()
     drawn = {
         title_month: int(n.replace(",", ""))
-        for title_month, n in re.findall(r"<title>([A-Z][a-z]{2} \d\d): ([\d,]+) posts", cadence)
+        for title_month, n in re.findall(r"<title>([A-Z][a-z]{2} \d{4}): ([\d,]+) posts?", cadence)
     }
-    shown = [m for m in _all_months(min(months), current)][-24:]
+    shown = every_month(min(months), current)[-24:]
     assert drawn == {
         _month(m): months[m]["posts_published"]
         for m in shown
@@ -150,24 +158,16 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
     activity = _section(page, "activity")
     per_month = truth.activity_by_month()
     points = re.findall(
-        r'<circle class="point( partial)?"[^>]*><title>([A-Z][a-z]{2} \d\d): ([\d,]+) '
+        r'<circle class="point( partial)?"[^>]*><title>([A-Z][a-z]{2} \d{4}): ([\d,]+) '
         r"public comments",
         activity,
     )
-    shown = _all_months(min(per_month), max(max(per_month), current))[-36:]
+    shown = every_month(min(per_month), max(max(per_month), current))[-36:]
     assert [(m, int(n.replace(",", ""))) for _, m, n in points] == [
         (_month(m), per_month[m]["public_comments"] if m in per_month else 0) for m in shown
     ]
     assert [bool(partial) for partial, _, _ in points] == [m == current for m in shown]
     assert 'class="line partial"' in activity
-
-
-def _all_months(first: date, last: date) -> list[date]:
-    out = [first]
-    while out[-1] < last:
-        year, month = divmod(out[-1].month, 12)
-        out.append(date(out[-1].year + year, month + 1, 1))
-    return out
 
 
 @pytest.mark.slow
@@ -283,13 +283,14 @@ def test_without_a_load_time_no_month_is_drawn_partial(harness: Harness) -> None
     path = harness.target().duckdb_file()
     assert path is not None
     with open_duckdb_models(path, read_only=True) as (engine, where):
-        page, charts = render(engine, source=where, as_of=None)
-        with_load, _ = render(engine, source=where, as_of=datetime(2026, 11, 27, 9, 8, tzinfo=UTC))
+        page, charts = render(engine, source=where)
+        loaded = Freshness(datetime(2026, 11, 27, 9, 8, tzinfo=UTC))
+        with_load, _ = render(engine, source=where, freshness=loaded)
     assert charts == len(CHARTS)
     assert "Data as of: not known" in page
     assert not re.search(r'class="[a-z]+ partial"', page)
     assert "no month is marked partial" in _section(page, "activity")
-    assert "Nov 26 is partial: the data was last loaded on 27 Nov 2026." in with_load
+    assert "November 2026 is partial: the data is as of 27 Nov 2026." in with_load
     assert "Data as of 27 Nov 2026, 09:08 UTC (the last load)" in with_load
 
 
@@ -308,7 +309,38 @@ def test_the_cadence_keeps_months_without_posts_and_marks_the_partial_one() -> N
         shown[-1],
     )
     # eleven month slots, labelled, though only three months had posts
-    for label in ("Jan 25", "Mar 25", "Sep 25", "Nov 25*"):
+    for label in ("Jan 2025", "Mar 2025", "Sep 2025", "Nov 2025*"):
         assert f">{label}</text>" in svg
     assert svg.count('class="bar"') == 2 and svg.count('class="bar partial"') == 1
-    assert "Nov 25: 3 posts (so far)" in svg
+    assert "Nov 2025: 3 posts (so far)" in svg
+
+
+def _meta(harness: Harness, tmp_path: Path) -> str:
+    out = tmp_path / "r.html"
+    write(harness.target(), out)
+    found = re.search(r'<p class="meta">(.*?)</p>', out.read_text(encoding="utf-8"))
+    assert found
+    return html.unescape(found.group(1))
+
+
+@pytest.mark.slow
+def test_marts_older_than_the_last_load_say_so(harness: Harness, tmp_path: Path) -> None:
+    harness.sync()
+    assert "(the last load)" in _meta(harness, tmp_path)
+    # a sync that changed nothing the models read reuses them: they stand for the new load
+    again = harness.sync()
+    assert again.models is not None and again.models.reused_from is not None
+    assert "(the last load)" in _meta(harness, tmp_path)
+    # a load whose models were not built: the page dates its figures by the marts' build
+    harness.mutate(seed=8, counts={"comments": {"create": 3}})
+    harness.sync(models=False)
+    meta = _meta(harness, tmp_path)
+    assert "when the marts were built: the load of " in meta
+    assert "is not in them (run `feedback-sync models`)" in meta
+    stamp = _last_load(harness).strftime("%d %b %Y, %H:%M UTC").lstrip("0")
+    assert f"the load of {stamp} is not in them" in meta
+    path = harness.target().duckdb_file()
+    assert path is not None
+    with duckdb.connect(str(path)) as con:
+        build(con, "feedback")
+    assert "(the last load)" in _meta(harness, tmp_path)

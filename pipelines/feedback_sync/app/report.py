@@ -20,10 +20,11 @@ Every figure counts something once, and says what it counts:
   (``integration_coverage``): the companies behind each row are counted once per row, and
   the page says they do not add up across rows.
 
-The page says when the data was last loaded (the warehouse's newest completed load), draws
-that month as partial, and names the unit of money: the API sends amounts without a
-currency, so it is "the account's currency" unless ``[report] currency`` (or
-``--currency``) names it.
+The page says how current the data is (the warehouse's newest completed load, or, where
+the marts were built before it and not since, their build: it then says to run
+``models``), draws that month as partial, and names the unit of money: the API sends
+amounts without a currency, so it is "the account's currency" unless ``[report]
+currency`` (or ``--currency``) names it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any
 import dlt
 
 from feedback_sync.errors import ConfigError, FeedbackError, ModelError
-from feedback_sync.models.project import MARTS_SCHEMA
+from feedback_sync.models.project import MARTS_SCHEMA, current_since
 from feedback_sync.warehouse.engines import Engine, records
 from feedback_sync.warehouse.target import Target
 
@@ -107,7 +108,7 @@ def write(target: Target, output: Path, currency: str | None = None) -> Report:
     Raises:
         ModelError: no warehouse, or the marts are not built there.
     """
-    as_of = _last_load(target)
+    loaded = _last_load(target)
     with target.open_models(read_only=True) as (engine, where):
         marts = {
             row[0]
@@ -121,12 +122,48 @@ def write(target: Target, output: Path, currency: str | None = None) -> Report:
             raise ModelError(
                 f"{where} lacks the marts {', '.join(missing)}: run `feedback-sync models` first"
             )
-        page, charts = render(engine, source=where, as_of=as_of, currency=currency)
+        freshness = Freshness(loaded, current_since(engine))
+        page, charts = render(engine, source=where, freshness=freshness, currency=currency)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.name}.partial")
     partial.write_text(page, encoding="utf-8")
     partial.replace(output)
     return Report(output, charts, len(page.encode()))
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """How current the marts are: when the warehouse was last loaded, and since when the
+    marts stand for the loaded data (their build, or a later sync that found nothing they
+    read changed); either None where it is not known."""
+
+    last_load: datetime | None
+    marts_current: datetime | None = None
+
+    @property
+    def stale(self) -> bool:
+        """The marts were built before the last load and not since (a sync without models,
+        or whose models failed)."""
+        return (
+            self.last_load is not None
+            and self.marts_current is not None
+            and self.marts_current < self.last_load
+        )
+
+    @property
+    def as_of(self) -> datetime | None:
+        """The moment the marts' figures describe."""
+        return self.marts_current if self.stale else self.last_load or self.marts_current
+
+    def line(self) -> str:
+        if self.as_of is None:
+            return "Data as of: not known (the warehouse records no completed load)"
+        if self.stale and self.last_load is not None:
+            return (
+                f"Data as of {_moment(self.as_of)}, when the marts were built: the load of "
+                f"{_moment(self.last_load)} is not in them (run `feedback-sync models`)"
+            )
+        return f"Data as of {_moment(self.as_of)} (the last load)"
 
 
 def _last_load(target: Target) -> datetime | None:
@@ -146,9 +183,11 @@ def _rows(engine: Engine, sql: str) -> list[dict[str, Any]]:
 
 
 def render(
-    con: Engine, source: str, as_of: datetime | None = None, currency: str | None = None
+    con: Engine, source: str, freshness: Freshness | None = None, currency: str | None = None
 ) -> tuple[str, int]:
-    """The page, and how many charts it has. ``as_of``: when the data was last loaded."""
+    """The page, and how many charts it has."""
+    freshness = freshness or Freshness(None)
+    as_of = freshness.as_of
     m = MARTS_SCHEMA
     money = _Money(currency)
     tiles = _rows(
@@ -212,7 +251,7 @@ def render(
         )
     written = {r["month"]: r for r in activity}
     partial_note = (
-        f"{_month_label(current)} is partial: the data was last loaded on {_day(as_of)}."
+        f"{current.strftime('%B %Y')} is partial: the data is as of {_day(as_of)}."
         if current is not None and as_of is not None
         else "When the data was last loaded is not known, so no month is marked partial."
     )
@@ -229,7 +268,7 @@ def render(
                         str(r["idea_name"] or "(unnamed)"),
                         float(r["commenter_monthly_spend"]),
                         f"{money(r['commenter_monthly_spend'])} · "
-                        f"{_count(r['commenter_companies'])} companies · "
+                        f"{_many(r['commenter_companies'], 'company')} · "
                         f"{_count(r['public_comments'] + r['private_notes'])} comments and notes",
                     )
                     for r in ideas
@@ -288,9 +327,9 @@ def render(
                     (
                         str(r["status_name"] or "(unnamed)"),
                         float(r["ideas"]),
-                        f"{_count(r['ideas'])} ideas, {_count(r['announced_ideas'])} of them "
+                        f"{_many(r['ideas'], 'idea')}, {_count(r['announced_ideas'])} of them "
                         "named in a published post\n"
-                        f"{_count(r['commenter_companies'])} companies behind them: "
+                        f"{_many(r['commenter_companies'], 'company')} behind them: "
                         f"{money(r['commenter_monthly_spend'])}, "
                         f"{_share(r['share_of_spend'])} of all companies' spend",
                     )
@@ -303,16 +342,16 @@ def render(
             "coverage",
             "Integration coverage",
             "Share of ideas with at least one linked record, per tool, and the share of all "
-            "companies' monthly spend behind those ideas (a company counts once per tool, "
-            "and in every tool its ideas are linked in).",
+            "companies' monthly spend behind those ideas. An idea linked in two tools counts "
+            "in both, and so does a company: the shares do not add up across tools.",
             _hbars(
                 [
                     (
                         str(r["integration_type"]),
                         float(r["share_of_ideas"]) * 100,
                         f"{_share(r['share_of_ideas'])} of ideas ({_count(r['ideas_linked'])}), "
-                        f"{_count(r['links'])} links\n"
-                        f"{_count(r['commenter_companies'])} companies behind them: "
+                        f"{_many(r['links'], 'link')}\n"
+                        f"{_many(r['commenter_companies'], 'company')} behind them: "
                         f"{_share(r['share_of_spend'])} of all companies' spend",
                     )
                     for r in coverage
@@ -331,11 +370,7 @@ def render(
         ("monthly_spend", "their monthly spend, in all", money(tiles["spend"])),
         ("posts_published", "posts published", _count(tiles["posts"])),
     ]
-    loaded = (
-        f"Data as of {_moment(as_of)} (the last load)"
-        if as_of is not None
-        else "Data as of: not known (the warehouse records no completed load)"
-    )
+    loaded = freshness.line()
     unit = (
         f"Money is monthly spend in {currency}"
         if currency
@@ -349,7 +384,7 @@ def render(
         ),
         meta=html.escape(f"{loaded} · {unit}, rounded to whole units."),
         sections="\n".join(sections),
-        generated=html.escape(datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        generated=html.escape(_moment(datetime.now(UTC))),
         source=html.escape(source),
     )
     return page, len(sections)
@@ -371,7 +406,21 @@ def _count(value: Any) -> str:
 
 
 def _share(value: Any) -> str:
-    return f"{float(value or 0):.0%}"
+    """A share as a whole percentage; under 1% but not 0 as "<1%"; NULL (no share can be
+    told: a company's spend is negative) as "n/a"."""
+    if value is None:
+        return "n/a"
+    share = float(value)
+    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
+
+
+def _many(count: Any, noun: str) -> str:
+    """``1 company``, ``2 companies``: the count written the one way, the noun agreeing."""
+    n = int(count)
+    if n == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{_count(n)} {plural}"
 
 
 def _moment(stamp: datetime) -> str:
@@ -412,7 +461,7 @@ def _window(months: Sequence[date], current: date | None, count: int) -> list[da
 
 
 def _month_label(value: date) -> str:
-    return value.strftime("%b %y")
+    return value.strftime("%b %Y")
 
 
 def _section(anchor: str, title: str, note: str, chart: str) -> str:
@@ -472,14 +521,17 @@ def _columns(cells: Sequence[tuple[date, int, str]], current: date | None) -> st
     step = (WIDTH - left - 10) / len(cells)
     bar_w = max(2.0, step * 0.7)
     parts = [f'<svg class="chart columns" viewBox="0 0 {WIDTH} {height}" role="img">']
-    parts += _legend([("posts published", PALETTE[0], False), ("partial month", PALETTE[0], True)])
+    keys = [("posts published", PALETTE[0], False)]
+    if any(month == current for month, _, _ in cells):
+        keys.append(("partial month", PALETTE[0], True))
+    parts += _legend(keys)
     parts += _grid(top, left, legend_h, plot_h)
     for i, (month, n, detail) in enumerate(cells):
         x = left + i * step + (step - bar_w) / 2
         partial = month == current
         if n:
             h = plot_h * n / top
-            title = f"{_month_label(month)}: {_count(n)} posts" + (" (so far)" if partial else "")
+            title = f"{_month_label(month)}: {_many(n, 'post')}" + (" (so far)" if partial else "")
             if detail:
                 title += f"; by category: {detail}"
             parts.append(

@@ -13,13 +13,14 @@ Two kinds, both written in the models' folder:
       --   accepted_range: share_of_spend 0..1    (a bound may be left out: ``ideas 0..``)
       --   expression: announced_ideas <= ideas   (true on every row; NULL counts as true)
 
-  ``relationships`` names a model and its column; NULLs are not checked.
+  ``relationships`` names a model and its column; NULLs are not checked. An ``expression``
+  may read another model with ``{{ ref('model') }}`` (a subquery).
 - **singular tests**, ``tests/<name>.sql`` beside ``staging/`` and ``marts/``: a query
   returning the rows that break a rule (none when it holds), over ``{{ ref('model') }}``
   and ``{{ source('table') }}``. Its header says what must hold and, under ``mart:``, the
   mart it guards, which it is reported under::
 
-      -- announcement_months_count_each_post: every published post counts once
+      -- announcement_months_count_each_post_once: every published post counts once
       -- mart: announcement_months
       select ...
 
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from feedback_sync.errors import ModelError
+from feedback_sync.models.sqlfile import calls
 
 if TYPE_CHECKING:
     from feedback_sync.warehouse.engines import Engine
@@ -65,9 +67,11 @@ class Outcome:
 
     @property
     def passed(self) -> bool:
+        """No row broke it."""
         return self.failures == 0
 
     def line(self) -> str:
+        """What failed, where, and how often: one line of the build's error."""
         rows = "1 row breaks it" if self.failures == 1 else f"{self.failures:,} rows break it"
         return f"marts.{self.mart}: {self.name}: {rows}"
 
@@ -150,6 +154,16 @@ def generic(
         elif kind == "expression":
             if not arguments:
                 raise ModelError(f"{where}: tests: {line}: an expression is needed")
+            for call, name in calls(arguments, ("ref", "source")):
+                try:
+                    if call != "ref":
+                        raise KeyError(name)
+                    resolve(name)
+                except KeyError:
+                    raise ModelError(
+                        f"{where}: tests: {line}: {call}('{name}'): an expression reads "
+                        "other models with ref('model')"
+                    ) from None
             tests.append(
                 DataTest(mart, arguments, f"select * from {relation} where not ({arguments})")
             )

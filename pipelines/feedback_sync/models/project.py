@@ -31,6 +31,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,9 @@ TESTS_FOLDER = "tests"
 CALLS = ("source", "ref")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # where a build records what it was built from (``build(reuse=True)`` skips a build whose
-# inputs are the same): the schema is written in the same transaction as the models
+# inputs are the same) and since when the models stand for the loaded data (``current_at``,
+# what the dashboard's "data as of" compares with the last load): written in the same
+# transaction as the models, on every engine
 BUILD_SCHEMA = "_feedback_sync"
 BUILD_TABLE = f'"{BUILD_SCHEMA}"."models_build"'
 # a model calling one of these gives another answer for the same inputs: never reused
@@ -485,8 +488,10 @@ def build(
             result.mart_rows = json.loads(stored[2])
             result.reused_from = stored[1]
             result.tests = [Outcome(t.mart, t.name, 0) for t in tests]
+            # the models stand for what is loaded now, as the build did
+            engine.execute(f"update {BUILD_TABLE} set current_at = ?", [datetime.now(UTC)])
             return result
-    with engine.build([*LAYERS, BUILD_SCHEMA] if fingerprint is not None else list(LAYERS)):
+    with engine.build(list(LAYERS)):
         for model, sql in rendered:
             kind = LAYERS[model.layer]
             try:
@@ -505,17 +510,24 @@ def build(
         result.tests = datatests.run(engine, tests)
         if not all(o.passed for o in result.tests):
             raise DataTestsFailed(result.tests)  # rolls the build back
-        if fingerprint is not None:
-            engine.execute(
-                f"create table if not exists {BUILD_TABLE} "
-                "(fingerprint varchar, built_at timestamptz, mart_rows varchar)"
-            )
-            engine.execute(f"delete from {BUILD_TABLE}")
-            engine.execute(
-                f"insert into {BUILD_TABLE} values (?, current_timestamp, ?)",
-                [fingerprint, json.dumps(result.mart_rows)],
-            )
+        _record_build(engine, fingerprint, result.mart_rows)
     return result
+
+
+def _record_build(engine: Engine, fingerprint: str | None, mart_rows: dict[str, int]) -> None:
+    """The build's record, made anew (an earlier version's lacks ``current_at``). The time
+    is this machine's, as dlt's ``_dlt_loads.inserted_at`` is the loader's."""
+    now = datetime.now(UTC)
+    engine.execute(f'create schema if not exists "{BUILD_SCHEMA}"')
+    engine.execute(f"drop table if exists {BUILD_TABLE}")
+    engine.execute(
+        f"create table {BUILD_TABLE} (fingerprint varchar, built_at timestamptz, "
+        "current_at timestamptz, mart_rows varchar)"
+    )
+    engine.execute(
+        f"insert into {BUILD_TABLE} values (?, ?, ?, ?)",
+        [fingerprint, now, now, json.dumps(mart_rows)],
+    )
 
 
 def _fingerprint(
@@ -558,16 +570,37 @@ def _all_there(engine: Engine, project: Project) -> bool:
     return all((m.layer, m.name) in there for m in project.models)
 
 
-def _last_build(engine: Engine) -> tuple[str, Any, str] | None:
-    """``(fingerprint, built_at, mart_rows)`` of the last build, if one was recorded."""
-    made = engine.execute(
-        "select 1 from information_schema.tables where table_schema = ? and table_name = ?",
+def _build_columns(engine: Engine) -> set[str]:
+    """The columns of the build record (none where no build recorded one)."""
+    rows = engine.execute(
+        "select column_name from information_schema.columns "
+        "where table_schema = ? and table_name = ?",
         [BUILD_SCHEMA, "models_build"],
     )
-    if not made:
+    return {str(name) for (name,) in rows}
+
+
+def _last_build(engine: Engine) -> tuple[str, Any, str] | None:
+    """``(fingerprint, built_at, mart_rows)`` of the last build, where it recorded them the
+    way this version does (an earlier version's record is not reused: the build makes it
+    anew)."""
+    if "current_at" not in _build_columns(engine):
         return None
     rows = engine.execute(f"select fingerprint, built_at, mart_rows from {BUILD_TABLE}")
     return (str(rows[0][0]), rows[0][1], str(rows[0][2])) if rows else None
+
+
+def current_since(engine: Engine) -> datetime | None:
+    """Since when the models stand for the loaded data: the time of the build that made
+    them, or of the later sync that found nothing they read changed (UTC). None where no
+    build recorded it (an earlier version's)."""
+    if "current_at" not in _build_columns(engine):
+        return None
+    rows = engine.execute(f"select current_at from {BUILD_TABLE}")
+    stamp = rows[0][0] if rows else None
+    if not isinstance(stamp, datetime):
+        return None
+    return stamp.astimezone(UTC) if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
 
 
 def describe(project: Project) -> str:
