@@ -320,7 +320,9 @@ def _models_parser(sub: Any) -> None:
         description="Apply the SQL models of sql/ in dependency order: staging views (schema "
         "staging) and mart tables (schema marts), in the DuckDB warehouse, or for Parquet in "
         "<parquet-dir>/models.duckdb over views of the files (marts also written to "
-        "<parquet-dir>/marts/). One transaction: a failing model changes nothing.",
+        "<parquet-dir>/marts/), then the marts' data tests (each mart's tests: block and "
+        "sql/tests/), reported per mart. One transaction: a failing model or data test "
+        "changes nothing.",
     )
     p.add_argument(
         "--list", action="store_true", help="describe every model (grain, key, columns) and exit"
