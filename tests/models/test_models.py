@@ -428,28 +428,34 @@ def test_models_that_read_the_clock_are_always_built(harness: Harness, tmp_path:
         con.close()
 
 
+def _loaded(path: Path, tables: dict[str, str]) -> duckdb.DuckDBPyConnection:
+    """A warehouse file whose dataset holds ``tables``: name -> ``(values ...) t(columns)``."""
+    con = duckdb.connect(str(path))
+    con.execute("create schema feedback")
+    for name, rows in tables.items():
+        con.execute(f"create table feedback.{name} as select * from {rows}")
+    return con
+
+
+FOLLOWERS = "(values ('flw_1', 'One'), ('flw_2', 'Two')) t(idx, name)"
+COMPANY_COLUMNS = "t(follower_idx, _dlt_list_idx, id, name, monthly_spend)"
+
+
 def test_a_company_sent_without_an_id_is_left_out_and_the_tests_pass(tmp_path: Path) -> None:
     """The spec lets a company entry lack an id; such entries are not one company (earlier
     they were all one row with a NULL key), and the marts' data tests still hold."""
-    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    companies = (
+        "(values ('flw_1', 0, 'acct-1', 'One Inc', 500.0), ('flw_1', 1, null, 'No id', 70.0), "
+        f"('flw_2', 0, null, 'No id either', 30.0)) {COMPANY_COLUMNS}"
+    )
+    con = _loaded(
+        tmp_path / "w.duckdb", {"followers": FOLLOWERS, "followers__companies": companies}
+    )
     try:
-        con.execute("create schema feedback")
-        con.execute(
-            "create table feedback.followers as select * from (values "
-            "('flw_1', 'One'), ('flw_2', 'Two')) t(idx, name)"
-        )
-        con.execute(
-            "create table feedback.followers__companies as select * from (values "
-            "('flw_1', 0, 'acct-1', 'One Inc', 500.0), ('flw_1', 1, null, 'No id', 70.0), "
-            "('flw_2', 0, null, 'No id either', 30.0)) "
-            "t(follower_idx, _dlt_list_idx, id, name, monthly_spend)"
-        )
         result = build(con, "feedback", PROJECT)
         assert result.tests and all(o.passed for o in result.tests)
-        companies = con.execute(
-            "select company_id, monthly_spend from marts.company_feedback"
-        ).fetchall()
-        assert companies == [("acct-1", 500.0)]
+        found = con.execute("select company_id, monthly_spend from marts.company_feedback")
+        assert found.fetchall() == [("acct-1", 500.0)]
         spend = con.execute(
             "select company_monthly_spend from marts.follower_activity order by follower_idx"
         ).fetchall()
@@ -462,31 +468,20 @@ def test_a_negative_spend_leaves_the_share_of_spend_untold(tmp_path: Path) -> No
     """A credit (a negative monthly spend, which the spec's "number" allows) makes a share
     of the total meaningless: the shares are NULL, the spend is summed as sent, and the
     data tests pass (a share outside 0..1 would fail them)."""
-    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    moment = "timestamptz '2025-01-01 00:00:00+00'"
+    con = _loaded(
+        tmp_path / "w.duckdb",
+        {
+            "followers": FOLLOWERS,
+            "followers__companies": "(values ('flw_1', 0, 'acct-1', 'Big', 500.0), "
+            f"('flw_2', 0, 'acct-2', 'Credit', -200.0)) {COMPANY_COLUMNS}",
+            "statuses": f"(values ('sts_1', 'Planned', {moment})) t(idx, name, created_at)",
+            "ideas": "(values ('ide_1', 'An idea', 'sts_1')) t(idx, name, status_idx)",
+            "comments": f"(values ('cmt_1', 'ide_1', 'flw_1', false, {moment})) "
+            "t(idx, idea_idx, follower__idx, is_private, created_at)",
+        },
+    )
     try:
-        con.execute("create schema feedback")
-        con.execute(
-            "create table feedback.followers as select * from (values "
-            "('flw_1', 'One'), ('flw_2', 'Two')) t(idx, name)"
-        )
-        con.execute(
-            "create table feedback.followers__companies as select * from (values "
-            "('flw_1', 0, 'acct-1', 'Big', 500.0), ('flw_2', 0, 'acct-2', 'Credit', -200.0)) "
-            "t(follower_idx, _dlt_list_idx, id, name, monthly_spend)"
-        )
-        con.execute(
-            "create table feedback.statuses as select * from (values "
-            "('sts_1', 'Planned', timestamptz '2025-01-01 00:00:00+00')) t(idx, name, created_at)"
-        )
-        con.execute(
-            "create table feedback.ideas as select * from (values "
-            "('ide_1', 'An idea', 'sts_1')) t(idx, name, status_idx)"
-        )
-        con.execute(
-            "create table feedback.comments as select * from (values "
-            "('cmt_1', 'ide_1', 'flw_1', false, timestamptz '2025-02-01 00:00:00+00')) "
-            "t(idx, idea_idx, follower__idx, is_private, created_at)"
-        )
         result = build(con, "feedback", PROJECT)
         assert result.tests and all(o.passed for o in result.tests)
         row = con.execute(
