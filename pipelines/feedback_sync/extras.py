@@ -10,7 +10,7 @@ from feedback_sync.errors import MissingExtra
 
 # extra -> the modules it installs that feedback-sync imports (pyproject.toml lists them)
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "postgres": ("psycopg2",),
+    "postgres": ("psycopg2", "adbc_driver_postgresql"),
     "delta": ("deltalake",),
     "prefect": ("prefect",),
     "sandbox": ("starlette", "uvicorn", "sortedcontainers", "markdown_it"),

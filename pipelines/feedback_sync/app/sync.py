@@ -324,7 +324,7 @@ def _extract(
             f"sync: {'full' if run.full else 'incremental'} run of {', '.join(chosen)} "
             f"from {redact_url(run.settings.base_url)} into {target.describe()}"
         )
-        fmt: Any = target.loader_file_format
+        fmt: Any = target.loader_format(pipeline)
         out.watch(lambda: _figures(run))
         with result.timed("fetch"):
             extract_info = pipeline.extract(

@@ -5,6 +5,7 @@ and ``marts`` (transpiled from DuckDB's dialect, ``engines.py``)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -12,22 +13,41 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from feedback_sync.extras import require
 from feedback_sync.warehouse.sql import SqlTarget
 
+log = logging.getLogger("feedback_sync")
+
 if TYPE_CHECKING:
     from feedback_sync.warehouse.engines import Engine
 
 
 class Postgres(SqlTarget):
-    """A PostgreSQL database, loaded with insert statements."""
+    """A PostgreSQL database, loaded through ``COPY`` (binary) by the ADBC driver."""
 
     builds_models: ClassVar[bool] = True
-    # measured, CSV through COPY was faster (a full sync at `demo` 6.0-7.0 s against
-    # 8.3-8.6 s, at `medium` 69-78 s against 83-84 s; 2 rounds each, alternated, one
-    # server), but dlt's COPY marks every nullable column FORCE_NULL, so an empty string
-    # the API sent lands as NULL (tests/postgres/test_sync_postgres.py). Exact values win:
-    # insert statements, dlt's default. dlt then warns, per table, that it turns the Arrow
-    # items into statements row by row ("will degrade performance"): that is this
-    # decision, and the warning is left to show.
-    loader_file_format: ClassVar[str | None] = "insert_values"
+    # Parquet files, copied in by dlt's ADBC job: binary COPY keeps every value as sent (an
+    # empty string stays one, NULL stays NULL: tests/postgres/test_sync_postgres.py), and
+    # loads several times faster than insert statements (bench/RESULTS-warehouses.md).
+    # dlt's CSV COPY was rejected: it marks every nullable column FORCE_NULL, so an empty
+    # string lands as NULL. A JSON column is PostgreSQL's json (its text as written), not
+    # jsonb: ADBC cannot copy into jsonb (dlt's type mapper says so).
+    loader_file_format: ClassVar[str | None] = "parquet"
+
+    def loader_format(self, pipeline: Any) -> str | None:
+        """Parquet through COPY, except into a warehouse an earlier version made: its JSON
+        columns are jsonb, which COPY cannot write, so that run loads with insert
+        statements (and says how to convert them; CHANGELOG's upgrade notes)."""
+        legacy = _jsonb_columns(pipeline)
+        if not legacy:
+            return self.loader_file_format
+        shown = ", ".join(legacy[:3]) + (f" and {len(legacy) - 3} more" if len(legacy) > 3 else "")
+        log.warning(
+            "%s: %d JSON column(s) are jsonb, as an earlier feedback-sync made them (%s); "
+            "COPY cannot write jsonb, so this run loads with insert statements (slower). "
+            "To load through COPY, convert them to json: CHANGELOG.md, upgrade notes",
+            self.describe(),
+            len(legacy),
+            shown,
+        )
+        return "insert_values"
 
     def dlt_destination(self) -> Any:
         """dlt's postgres destination with the credentials resolved here, where a password
@@ -92,6 +112,20 @@ class Postgres(SqlTarget):
 
         if not has_schema(engine, self.dataset):
             raise ModelError(f"{self.describe()} has no dataset {self.dataset!r}: run a sync first")
+
+
+def _jsonb_columns(pipeline: Any) -> list[str]:
+    """``schema.table.column`` of every jsonb column of the dataset and of dlt's staging
+    dataset beside it (where merges land first)."""
+    with pipeline.sql_client() as client:
+        schemas = [client.dataset_name, client.staging_dataset_name]
+        rows = client.execute_sql(
+            "select table_schema, table_name, column_name from information_schema.columns "
+            "where table_schema = any(%s) and data_type = 'jsonb' "
+            "order by table_schema, table_name, column_name",
+            schemas,
+        )
+    return [f"{schema}.{table}.{column}" for schema, table, column in rows or ()]
 
 
 def _postgres_server() -> str | None:

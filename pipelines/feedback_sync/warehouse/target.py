@@ -167,6 +167,11 @@ class Target:
     # the step a run spends on ``publish`` (its summary's name for it), None if it has none
     publish_step: ClassVar[str | None] = None
 
+    def loader_format(self, pipeline: Pipeline) -> str | None:
+        """The load file format of this run (dlt's ``loader_file_format``): the class's,
+        unless what the warehouse already holds asks for another."""
+        return self.loader_file_format
+
     def __new__(cls, *args: Any, **kwargs: Any) -> Target:
         if cls is not Target:
             return super().__new__(cls)
