@@ -1,9 +1,27 @@
-"""The peer: dlt's generic ``rest_api`` source, configured declaratively, into DuckDB.
+"""The peer: dlt's generic ``rest_api`` source, configured to do the sync's work, into DuckDB.
 
 Configured the way dlt's documentation shows a user: one dict naming the client, the
 paginators and one resource per endpoint, per-idea lists as child resources that resolve
-``idea_idx`` from the ``ideas`` resource, merge on ``idx``, and ``pipeline.run`` into DuckDB
-with dlt's defaults. It reads everything (the benchmark compares full reads).
+``idea_idx`` from the ``ideas`` resource, merge on ``idx``, and ``pipeline.run`` into DuckDB.
+It reads everything (the benchmark compares full reads), and is held to the sync's work:
+
+- **the same requests**: pages of 100 (the sync's ``page_size``); comments and notes in one
+  listing per idea; each idea's links by ``idea_idx``; and a list ends where the sync's
+  ends. dlt's cursor paginator stops on an empty page, a missing cursor or a ``has_more``
+  flag, not on the ``total`` the API sends, so it would ask for one empty page at the end of
+  every list (202 more requests at ``small``); ``TotalCursorPaginator`` and
+  ``ShortPagePaginator`` stop as the sync does: a short page that brings the count to the
+  total ends a cursor list, and a short page ends the topics' page numbers.
+- **the same tables and rows**: ``max_table_nesting=1`` and ``json`` hints where the sync
+  keeps JSON (comments' rich ``content``, links' ``meta``, companies' ``attributes`` past
+  the first level), and ``processing_steps`` that make the sync's three reshaped child
+  tables (followers' attributes as key/value rows, announcements' reactions as rows,
+  ideas' topic idxs as ``ideas__topics``). Comments carry their idea as ``idea_idx`` (from
+  the parent, as dlt's ``include_from_parent`` names it, renamed).
+
+What it cannot match: dlt's child resources add ``_dlt_parent_id``/``_dlt_root_id``
+columns where the sync keys child rows by the parent's idx, and dlt infers timestamps
+from strings (``iso_timestamp`` detection) where the sync parses them per field.
 
     python -m bench.peer --base-url URL --api-key KEY --db FILE --pipelines-dir DIR
                          [--loader-file-format parquet]
@@ -19,27 +37,114 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import dlt
+import orjson
+from dlt.sources.helpers.rest_client.paginators import (
+    JSONResponseCursorPaginator,
+    PageNumberPaginator,
+)
 from dlt.sources.rest_api import rest_api_source
 
-CURSOR = {
-    "type": "cursor",
-    "cursor_path": "pagination.after",
-    "cursor_param": "after",
-    "stop_after_empty_page": True,
-}
+if TYPE_CHECKING:
+    from dlt.sources.rest_api.typing import RESTAPIConfig
+
+PAGE_SIZE = 100  # the sync's default page_size
 
 
-def config(base_url: str, api_key: str, page_size: int = 100) -> dict[str, Any]:
+class TotalCursorPaginator(JSONResponseCursorPaginator):
+    """``pagination.after`` cursors, ending where the sync's ``CursorPaginator`` ends: on
+    an empty page, a missing cursor, or a short page that brings the count to ``total``."""
+
+    def __init__(self, cursor_path: str = "pagination.after", page_size: int = PAGE_SIZE):
+        super().__init__(cursor_path=cursor_path, cursor_param="after")
+        self.page_size = page_size
+        self._seen = 0
+
+    def init_request(self, request: Any) -> None:
+        # one instance walks every idea's list in turn
+        self._seen = 0
+        self._has_next_page = True
+        super().init_request(request)
+
+    def update_state(self, response: Any, data: list[Any] | None = None) -> None:
+        # one parse of the answer, as dlt's own cursor paginator does
+        pagination = response.json().get("pagination") or {}
+        n = len(data or ())
+        self._seen += n
+        cursor = pagination.get(str(self.cursor_path).rsplit(".", 1)[-1])
+        total = pagination.get("total")
+        self._next_reference = cursor or None
+        if n == 0 or (n < self.page_size and isinstance(total, int) and self._seen >= total):
+            self._has_next_page = False
+
+
+class ShortPagePaginator(PageNumberPaginator):
+    """Topics' page numbers (``offset``, from 1), ending on a short page as the sync does."""
+
+    def __init__(self, page_size: int = PAGE_SIZE):
+        super().__init__(page_param="offset", base_page=1, total_path=None)
+        self.page_size = page_size
+
+    def update_state(self, response: Any, data: list[Any] | None = None) -> None:
+        super().update_state(response, data)
+        if len(data or ()) < self.page_size:
+            self._has_next_page = False
+
+
+def _attribute(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"key": key, "value": value, "value_type": "string"}
+    if value is None:
+        return {"key": key, "value": None, "value_type": "null"}
+    kind = (
+        "boolean"
+        if isinstance(value, bool)
+        else "number"
+        if isinstance(value, int | float)
+        else "array"
+        if isinstance(value, list)
+        else "object"
+    )
+    return {"key": key, "value": orjson.dumps(value).decode(), "value_type": kind}
+
+
+def follower(row: dict[str, Any]) -> dict[str, Any]:
+    attributes = row.pop("attributes", None)
+    if isinstance(attributes, dict):
+        row["attributes"] = [_attribute(str(k), v) for k, v in attributes.items()]
+    return row
+
+
+def announcement(row: dict[str, Any]) -> dict[str, Any]:
+    reactions = row.pop("reaction_count", None)
+    if isinstance(reactions, dict):
+        row["reactions"] = [{"reaction": k, "count": v} for k, v in reactions.items()]
+    return row
+
+
+def idea(row: dict[str, Any]) -> dict[str, Any]:
+    topics = row.pop("topic_idxs", None)
+    if isinstance(topics, list):
+        row["topics"] = [{"topic_idx": t} for t in topics]
+    return row
+
+
+def comment(row: dict[str, Any]) -> dict[str, Any]:
+    row["idea_idx"] = row.pop("_ideas_idx", None)
+    return row
+
+
+def config(base_url: str, api_key: str, page_size: int = PAGE_SIZE) -> dict[str, Any]:
     """The declarative configuration of every endpoint the full sync reads."""
     by_idea = "{resources.ideas.idx}"  # a child resource: one request chain per idea
+    json_column = {"data_type": "json"}
     return {
         "client": {
             "base_url": base_url + "/",
             "auth": {"type": "bearer", "token": api_key},
-            "paginator": CURSOR,
+            "paginator": TotalCursorPaginator(page_size=page_size),
         },
         "resource_defaults": {
             "primary_key": "idx",
@@ -50,21 +155,24 @@ def config(base_url: str, api_key: str, page_size: int = 100) -> dict[str, Any]:
             {
                 "name": "followers",
                 "endpoint": {"path": "followers", "params": {"include_attributes": "true"}},
+                "processing_steps": [{"map": follower}],
             },
-            "announcements",
-            "ideas",
+            {
+                "name": "announcements",
+                "endpoint": {"path": "announcements"},
+                "processing_steps": [{"map": announcement}],
+            },
+            {
+                "name": "ideas",
+                "endpoint": {"path": "ideas"},
+                "processing_steps": [{"map": idea}],
+            },
             "statuses",
             {
                 "name": "topics",
                 "endpoint": {
                     "path": "topics",
-                    "paginator": {
-                        "type": "page_number",
-                        "page_param": "offset",
-                        "base_page": 1,
-                        "total_path": None,
-                        "stop_after_empty_page": True,
-                    },
+                    "paginator": ShortPagePaginator(page_size),
                 },
             },
             {
@@ -73,6 +181,9 @@ def config(base_url: str, api_key: str, page_size: int = 100) -> dict[str, Any]:
                     "path": "comments",
                     "params": {"idea_idx": by_idea, "included_types": "comments,notes"},
                 },
+                "include_from_parent": ["idx"],
+                "columns": {"content": json_column},
+                "processing_steps": [{"map": comment}],
             },
             {
                 "name": "integration_links",
@@ -86,6 +197,7 @@ def config(base_url: str, api_key: str, page_size: int = 100) -> dict[str, Any]:
                         "has_more_path": "pagination.hasNextPage",
                     },
                 },
+                "columns": {"meta": json_column},
             },
         ],
     }
@@ -109,10 +221,9 @@ def main(argv: list[str]) -> int:
         dataset_name="feedback",
         pipelines_dir=args.pipelines_dir,
     )
-    pipeline.run(
-        rest_api_source(config(args.base_url, args.api_key)),
-        loader_file_format=args.loader_file_format,
-    )
+    source = rest_api_source(cast("RESTAPIConfig", config(args.base_url, args.api_key)))
+    source.max_table_nesting = 1  # the sync's: lists on a row become child tables, no deeper
+    pipeline.run(source, loader_file_format=args.loader_file_format)
     tables: dict[str, int] = {}
     with pipeline.sql_client() as client:
         names = client.execute_sql(

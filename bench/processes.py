@@ -155,10 +155,27 @@ class Run:
     repeats: list[float] | None = None
     # CPU the sandbox (the server, on the same machine) used during the run
     server_cpu_s: float | None = None
+    # the work done, for the compared runs: requests per endpoint (``endpoints``) and rows
+    # landed per table
+    endpoints: dict[str, int] | None = None
+    tables: dict[str, int] | None = None
 
     @property
     def rows_per_s(self) -> float | None:
         return self.rows / self.wall_s if self.rows is not None and self.wall_s > 0 else None
+
+
+def endpoints(entries: list[dict[str, Any]]) -> dict[str, int]:
+    """Requests per endpoint from the sandbox's log: ``GET /comments by idea_idx`` and the
+    like (the filter that splits a list into many, not its value)."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        path = entry["path"].removeprefix("/v1")
+        names = {part.split("=", 1)[0] for part in (entry.get("query") or "").split("&")}
+        by = [name for name in ("idea_idx", "type") if name in names]
+        key = f"{entry.get('method', 'GET')} {path}" + (f" by {by[0]}" if by else "")
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 @dataclass

@@ -9,8 +9,9 @@ process:
    the sandbox's request log) with the same bound on requests in flight, and discards the
    bodies: the floor;
 3. **full sync -> Parquet**;
-4. **peer**: dlt's ``rest_api`` source, configured declaratively, into DuckDB, with dlt's
-   defaults and (``peer_pq``) with its Parquet loader;
+4. **peer**: dlt's ``rest_api`` source, configured declaratively to make the sync's requests
+   and land its tables and rows (``bench/peer.py``), into DuckDB with dlt's insert
+   statements and (``peer_pq``) with its Parquet loader;
 5. **SQL models**: ``feedback-sync models`` on that warehouse (the syncs run with
    ``--no-models``, so the sync and the models are measured apart);
 6. **normal sync -> DuckDB** with nothing changed (the first after the full one, which
@@ -27,8 +28,10 @@ Then the same again with ``--latency-ms`` (20) added to every request, at every 
 (``--latency-scales``). Each run reports wall time, CPU time (its own, and the sandbox's
 during it: both share the machine's cores), peak RSS, rows landed,
 requests (the sandbox's count) and rows per second, and the targets are computed as ratios
-of runs from this one invocation. Writes ``bench/RESULTS.md`` (the part between the markers;
-the analysis written around it stays).
+of runs from this one invocation. The compared runs' work (requests per endpoint, rows per
+table) is tabled side by side, and each peer ratio says whether the work was the same.
+Writes ``bench/RESULTS.md`` (the part between the markers; the analysis written around it
+stays).
 
     ./run bench sync [--scales medium,large] [--latency-ms 20] [--latency-scales medium]
                      [--peer-scales medium|none] [--repeats small=5,large=2|none] [--profile]
@@ -55,7 +58,16 @@ from pathlib import Path
 from typing import Any
 
 from bench import profile, startup
-from bench.processes import FEEDBACK_SYNC, ROOT, SYNC_ARGV, Run, Sandbox, child_env, measure
+from bench.processes import (
+    FEEDBACK_SYNC,
+    ROOT,
+    SYNC_ARGV,
+    Run,
+    Sandbox,
+    child_env,
+    endpoints,
+    measure,
+)
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
 BEGIN = "<!-- bench:begin (written by ./run bench sync; edits inside are overwritten) -->"
@@ -100,18 +112,16 @@ SUMMARY_STEPS = re.compile(r"finished in [\d.]+s \(([^)]*)\):")
 SUMMARY_ROW = re.compile(r"^\s+(\w+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s*$")
 
 
-def rows_loaded(summary: str) -> int:
-    """The sum of the ``loaded`` column of the sync's closing summary."""
-    total = 0
-    seen = False
+def tables_loaded(summary: str) -> dict[str, int]:
+    """The ``loaded`` column of the sync's closing summary, per table."""
+    tables: dict[str, int] = {}
     for line in summary.splitlines():
         match = SUMMARY_ROW.match(line)
         if match:
-            total += int(match.group(2).replace(",", ""))
-            seen = True
-    if not seen:
+            tables[match.group(1)] = int(match.group(2).replace(",", ""))
+    if not tables:
         raise RuntimeError(f"no table summary in the sync's output:\n{summary[-2000:]}")
-    return total
+    return tables
 
 
 class Bench:
@@ -174,7 +184,8 @@ class Bench:
             **sandbox.sync_env(),
             **(env or {}),
         )
-        run.rows = rows_loaded(stdout)
+        run.tables = tables_loaded(stdout)
+        run.rows = sum(run.tables.values())
         steps = SUMMARY_STEPS.search(stdout)
         run.steps = steps.group(1) if steps else None
         return run, requests
@@ -207,6 +218,7 @@ class Bench:
             self._report(run)
 
         run, entries = self._sync(sandbox, latency, FULL_DUCKDB, folder)
+        run.endpoints = endpoints(entries)
         keep(run)
         urls = here / "urls.txt"
         urls.write_text(
@@ -269,8 +281,11 @@ class Bench:
             ]
             if fmt is not None:
                 argv += ["--loader-file-format", fmt]
-            run, stdout, _ = self._measured(sandbox, latency, name, argv, peer_folder)
-            run.rows = int(json.loads(stdout.strip().splitlines()[-1])["rows"])
+            run, stdout, entries = self._measured(sandbox, latency, name, argv, peer_folder)
+            landed = json.loads(stdout.strip().splitlines()[-1])
+            run.tables = {str(k): int(v) for k, v in landed["tables"].items()}
+            run.rows = int(landed["rows"])
+            run.endpoints = endpoints(entries)
             keep(run)
             shutil.rmtree(peer_folder, ignore_errors=True)  # large peers' files are big
         return runs
@@ -400,6 +415,32 @@ def _ratio(
     return Target(label, ratio, f"{sign} {limit}", met, shown + detail)
 
 
+def same_work(peer: Run, sync: Run) -> str:
+    """Beside a peer's ratio: whether the two runs did the same work (the same requests per
+    endpoint, the same rows per table), and where not, how they differ."""
+    requests = f"requests {peer.requests:,} / {sync.requests:,}"
+    rows = f"rows {peer.rows or 0:,} / {sync.rows or 0:,}"
+    if None in (peer.endpoints, sync.endpoints, peer.tables, sync.tables):
+        return f"; {requests}, {rows} (per endpoint and table not recorded)"
+    assert peer.endpoints is not None and sync.endpoints is not None
+    assert peer.tables is not None and sync.tables is not None
+    if peer.endpoints == sync.endpoints and peer.tables == sync.tables:
+        return (
+            f"; the same work: {sync.requests:,} requests, {sync.rows or 0:,} rows in "
+            f"{len(sync.tables)} tables"
+        )
+    differ = [
+        f"{name} {peer.endpoints.get(name, 0):,} / {sync.endpoints.get(name, 0):,}"
+        for name in sorted(set(peer.endpoints) | set(sync.endpoints))
+        if peer.endpoints.get(name, 0) != sync.endpoints.get(name, 0)
+    ] + [
+        f"{name} {peer.tables.get(name, 0):,} / {sync.tables.get(name, 0):,} rows"
+        for name in sorted(set(peer.tables) | set(sync.tables))
+        if peer.tables.get(name, 0) != sync.tables.get(name, 0)
+    ]
+    return f"; **different work**: {requests}, {rows}; {', '.join(differ)}"
+
+
 def targets(runs: list[Run], scales: list[str]) -> list[Target]:
     """Every target, computed from the runs of this invocation, at every scale and latency."""
     out: list[Target] = []
@@ -428,11 +469,12 @@ def targets(runs: list[Run], scales: list[str]) -> list[Target]:
             out.append(_ratio(label, parquet, raw, FULL_VS_RAW, True))
         if full and peer:
             label = f"peer / full sync (DuckDB), {where}"
-            out.append(_ratio(label, peer, full, PEER_FACTOR, False))
+            out.append(_ratio(label, peer, full, PEER_FACTOR, False, same_work(peer, full)))
         peer_pq = _find(runs, scale, latency, PEER_PQ)
         if full and peer_pq:
             label = f"peer_pq / full sync (DuckDB), {where}"
-            out.append(_ratio(label, peer_pq, full, PEER_PQ_FACTOR, False))
+            work = same_work(peer_pq, full)
+            out.append(_ratio(label, peer_pq, full, PEER_PQ_FACTOR, False, work))
         if full and normal:
             label = f"normal sync after 1% / full sync, {where}"
             requests = f"; requests {normal.requests:,} / {full.requests:,}"
@@ -448,6 +490,41 @@ def targets(runs: list[Run], scales: list[str]) -> list[Target]:
                 label = f"peak RSS of {name}, {big} / {small}"
                 out.append(_ratio(label, a, b, MEMORY_GROWTH, True, strict=True, memory=True))
     return out
+
+
+def work_tables(runs: list[Run], scales: list[str]) -> list[str]:
+    """Per scale (bare loopback), the work of each compared run side by side: requests per
+    endpoint (the sandbox's count) and rows landed per table (each run's own count)."""
+    lines: list[str] = []
+    for scale in scales:
+        compared = [
+            r
+            for name in (FULL_DUCKDB, FULL_PARQUET, PEER_PQ, PEER)
+            if (r := _find(runs, scale, 0.0, name)) is not None and r.tables is not None
+        ]
+        if len(compared) < 2:
+            continue
+        heads = " | ".join(r.name.split(":")[0] for r in compared)
+        lines += [
+            "",
+            f"The work of the compared runs at `{scale}` (bare loopback): requests per "
+            "endpoint and rows landed per table",
+            "",
+            f"| | {heads} |",
+            "|---|" + "---|" * len(compared),
+        ]
+        names = sorted({e for r in compared for e in (r.endpoints or {})})
+        for name in names:
+            cells = " | ".join(f"{(r.endpoints or {}).get(name, 0):,}" for r in compared)
+            lines.append(f"| {name} | {cells} |")
+        lines.append(
+            "| **requests** | " + " | ".join(f"**{r.requests:,}**" for r in compared) + " |"
+        )
+        for name in sorted({t for r in compared for t in (r.tables or {})}):
+            cells = " | ".join(f"{(r.tables or {}).get(name, 0):,}" for r in compared)
+            lines.append(f"| `{name}` | {cells} |")
+        lines.append("| **rows** | " + " | ".join(f"**{r.rows or 0:,}**" for r in compared) + " |")
+    return lines
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -477,8 +554,10 @@ def render(
         "- the sandbox is one uvicorn process on loopback, on the same machine; "
         "every run is its own process, one at a time",
         f"- the sync and the raw fetch keep at most {CONCURRENCY} requests in flight; "
-        "the peer runs as dlt's defaults make it (one request at a time), peer_pq the same "
-        "with dlt's Parquet loader",
+        "the peer (dlt's `rest_api`, `bench/peer.py`) makes the sync's requests and lands its "
+        "tables and rows (the work tables below; each peer ratio says whether the work was "
+        "the same), one request at a time as dlt runs it; peer_pq the same with dlt's "
+        "Parquet loader",
         "- every command is the console script `feedback-sync`, as users run it; the syncs "
         "of the scale passes run with `--no-models` (the models are their own row)",
         *(
@@ -517,6 +596,7 @@ def render(
             f"| {'-' if run.repeats and not run.requests else f'{run.requests:,}'} | "
             f"{_fmt(run.rows_per_s, 0)} | {steps} |"
         )
+    lines += work_tables(runs, scales)
     lines += [
         "",
         "Targets, as ratios of the runs above:",

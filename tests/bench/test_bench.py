@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.processes import endpoints
 from bench.profile import summarize
 from bench.sync_bench import (
     BEGIN,
@@ -19,7 +20,8 @@ from bench.sync_bench import (
     Run,
     _repeats,
     median_run,
-    rows_loaded,
+    same_work,
+    tables_loaded,
     targets,
     write_results,
 )
@@ -112,8 +114,13 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     capped = by_name[("0 ms", "normal sync after 1% change, DuckDB capped at 64MB")]
     assert capped == by_name[("0 ms", "normal sync after 1% change")]
     assert "| full sync (DuckDB) / raw fetch, tiny, +0 ms |" in text
-    assert "| peer / full sync (DuckDB), tiny, +0 ms |" in text
-    assert "| peer_pq / full sync (DuckDB), tiny, +0 ms |" in text
+    # the peers did the sync's work: the same requests per endpoint, the same rows per table
+    for peer in ("peer", "peer_pq"):
+        (line,) = [
+            t for t in text.splitlines() if t.startswith(f"| {peer} / full sync (DuckDB), tiny")
+        ]
+        assert "; the same work: " in line and "different work" not in line, line
+    assert "The work of the compared runs at `tiny`" in text
     assert "+5 ms" not in text and "+20 ms" not in text
 
 
@@ -177,16 +184,16 @@ def test_write_results_creates_the_file_when_missing(tmp_path: Path) -> None:
     assert "figures" in path.read_text() and path.read_text().startswith("# ")
 
 
-def test_rows_loaded_sums_the_summary_and_refuses_an_output_without_one() -> None:
+def test_tables_loaded_reads_the_summary_and_refuses_an_output_without_one() -> None:
     summary = (
         "sync into DuckDB x finished in 1.0s: 3 requests (0 retried)\n"
         "  table          loaded         removed         now\n"
         "  followers       1,200               0       1,200\n"
         "  followers__attributes  30           2          28\n"
     )
-    assert rows_loaded(summary) == 1230
+    assert tables_loaded(summary) == {"followers": 1200, "followers__attributes": 30}
     try:
-        rows_loaded("sync: error")
+        tables_loaded("sync: error")
     except RuntimeError as exc:
         assert "no table summary" in str(exc)
     else:
@@ -230,3 +237,34 @@ def test_trials_run_on_bare_loopback_only(tmp_path: Path) -> None:
     assert bench.trials("small", 0) == 5 and bench.trials("large", 0) == 2
     assert bench.trials("small", 20) == 1 and bench.trials("large", 20) == 1
     assert bench.trials("medium", 0) == 1
+
+
+def test_requests_are_counted_per_endpoint_and_the_peers_work_compared() -> None:
+    log = [
+        {"method": "GET", "path": "/v1/comments", "query": "limit=100&idea_idx=a"},
+        {"method": "GET", "path": "/v1/comments", "query": "idea_idx=b&limit=100&after=x"},
+        {"method": "GET", "path": "/v1/integration-links", "query": "type=jira&limit=100"},
+        {"method": "GET", "path": "/v1/topics", "query": "limit=100"},
+    ]
+    by = endpoints(log)
+    assert by == {
+        "GET /comments by idea_idx": 2,
+        "GET /integration-links by type": 1,
+        "GET /topics": 1,
+    }
+    sync = Run("small", 0.0, "full sync -> DuckDB", 2.0, 2.0, 100.0, 30, 4)
+    sync.endpoints, sync.tables = by, {"comments": 20, "topics": 10}
+    peer = Run("small", 0.0, "peer_pq: dlt rest_api, Parquet loader -> DuckDB", 5.0, 5, 1, 30, 4)
+    peer.endpoints, peer.tables = dict(by), {"comments": 20, "topics": 10}
+    assert same_work(peer, sync) == "; the same work: 4 requests, 30 rows in 2 tables"
+    # one more empty page per idea, a table nested a level deeper: said, with the figures
+    peer.endpoints["GET /comments by idea_idx"] = 4
+    peer.requests, peer.rows = 6, 45
+    peer.tables = {"comments": 20, "comments__content": 15, "topics": 10}
+    differs = same_work(peer, sync)
+    assert differs.startswith("; **different work**: requests 6 / 4, rows 45 / 30; ")
+    assert "GET /comments by idea_idx 4 / 2" in differs
+    assert "comments__content 15 / 0 rows" in differs
+    assert "topics" not in differs
+    (found,) = [t for t in targets([sync, peer], ["small"]) if t.label.startswith("peer_pq")]
+    assert found.detail.startswith("5.0 s / 2.0 s; **different work**")
