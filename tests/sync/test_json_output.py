@@ -99,7 +99,7 @@ def test_sync_status_push_and_check_documents(live_sandbox: RunningSandbox, tmp_
     synced = _json(tmp_path, env, "sync", "--full")
     assert list(synced) == SYNC_KEYS
     assert synced["full"] is True and synced["error"] is None
-    assert list(synced["phases"])[:2] == ["fetch", "load"]
+    assert list(synced["phases"])[:3] == ["start", "fetch", "load"]
     assert synced["requests"] == sum(synced["requests_by_resource"].values()) > 0
     followers = synced["tables"]["followers"]
     assert list(followers) == ["loaded", "removed", "rows"]

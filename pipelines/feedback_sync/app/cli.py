@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -63,6 +64,26 @@ from feedback_sync.redaction import install_log_filters
 _TUNE_PROCESS = False
 GC_GENERATION0_THRESHOLD = 10_000
 ARROW_POOL = "system"
+# when the console script's process started (``_process_start``), on ``time.perf_counter``'s
+# clock; None where ``main`` is called in a process of its own (tests)
+_STARTED: float | None = None
+
+
+def _process_start() -> float:
+    """When this process started, on ``time.perf_counter``'s clock: from the kernel where
+    it says (Linux's ``/proc/self/stat``, in ticks since boot), else now. A sync's "finished
+    in" counts from here: the interpreter's start and the imports are part of what the
+    person or scheduler running it waited for (the summary shows them as its ``start``)."""
+    now = time.perf_counter()
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        # starttime, the 22nd field: the 20th after the command's name
+        since_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    # a clock tick is 10 ms: never more than a minute, never negative
+    return now - min(max(age, 0.0), 60.0)
 
 
 @contextlib.contextmanager
@@ -285,6 +306,12 @@ def _run_sync(args: argparse.Namespace) -> int:
         raise UsageError("--resources needs at least one resource name")
     lock_wait = _wait(args)
     target = _target(args)  # bad arguments are answered before the sync's imports
+    started = _STARTED if _STARTED is not None else time.perf_counter()
+    from feedback_sync.progress import Progress
+
+    # the first line, before the imports (dlt's alone take half a second): what runs where
+    kind = "a full" if args.full else "an incremental"
+    Progress("sync", mode=args.progress).say(f"sync: starting {kind} run into {target.describe()}")
     with _heavy_imports():
         from feedback_sync.app.sync import run_sync
 
@@ -298,6 +325,7 @@ def _run_sync(args: argparse.Namespace) -> int:
             models=not args.no_models,
             sql_folder=args.sql_dir,
             lock_wait=lock_wait,
+            started=started,
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
@@ -857,7 +885,8 @@ def run() -> None:
     Tests call ``main``, which returns, and so does ``python -m feedback_sync.app.cli``
     (for profilers and coverage tools that write after it).
     """
-    global _TUNE_PROCESS
+    global _TUNE_PROCESS, _STARTED
+    _STARTED = _process_start()
     _TUNE_PROCESS = True
     code = main()
     import atexit
@@ -879,6 +908,7 @@ if __name__ == "__main__":
     # What the imports made was frozen (``_heavy_imports``): the teardown's collection would
     # skip it, and DuckDB's bindings would print a "nanobind: leaked" line for each of their
     # objects among it. Unfrozen, the teardown frees them as any program's.
+    _STARTED = _process_start()
     _TUNE_PROCESS = True
     exit_code = main()
     gc.unfreeze()

@@ -71,9 +71,12 @@ class SyncResult:
     delete_mode: str = "hard"
     models: BuildResult | None = None
     models_error: str | None = None
-    # seconds per step, in run order: fetch (dlt's extract), load (normalize, load, stale
-    # child rows and deletes), then parquet and models when they ran
+    # seconds per step, in run order: start (everything before the first request), fetch
+    # (dlt's extract), load (normalize, load, stale child rows and deletes), then parquet
+    # and models when they ran
     phases: dict[str, float] = field(default_factory=dict)
+    # when the run began (``time.perf_counter``): ``seconds`` and ``start`` count from it
+    started: float = field(default_factory=time.perf_counter, repr=False)
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -163,6 +166,7 @@ def run_sync(
     models: bool = True,
     sql_folder: str | Path | None = None,
     lock_wait: float = 0.0,
+    started: float | None = None,
 ) -> SyncResult:
     """Runs one sync into ``target`` and returns what it did.
 
@@ -175,12 +179,18 @@ def run_sync(
     The run holds ``target``'s run lock throughout (``warehouse.runlock``): another run of
     the same warehouse fails at once, or waits up to ``lock_wait`` seconds for this one.
 
+    ``started`` (``time.perf_counter``) is when the run began, if before this call: the
+    command line passes its process's start, so the summary's "finished in" is the time its
+    user waited, and its ``start`` step (everything before the first request: the imports,
+    the settings, the pipeline, what earlier runs left) says how much of it came first.
+
     Raises:
         ConfigError: a setting or an argument is wrong (nothing was fetched).
         WarehouseBusy: another run holds the warehouse (nothing was done).
         FeedbackError / dlt's PipelineStepFailed: the run failed; what was loaded before
             stays, and the next run resumes from the last committed state.
     """
+    started = time.perf_counter() if started is None else started
     selected = check_resources(resources)
     settings = settings or load_settings()
     keep = keep_loaded_packages()
@@ -193,7 +203,16 @@ def run_sync(
     shown = Progress("sync", out, mode=progress, every=progress_every, rows="rows fetched")
     with runlock.hold(target, "sync", lock_wait), shown:
         return _run_sync(
-            target, full, selected, settings, transport, shown, after_extract, sql_root, keep
+            target,
+            full,
+            selected,
+            settings,
+            transport,
+            shown,
+            after_extract,
+            sql_root,
+            keep,
+            started,
         )
 
 
@@ -244,9 +263,11 @@ def _run_sync(
     after_extract: Callable[[Pipeline], None] | None,
     sql_root: Path | None,
     keep_packages: int,
+    started: float,
 ) -> SyncResult:
-    started = time.perf_counter()
-    result = SyncResult(target=target.describe(), full=full, delete_mode=settings.delete_mode)
+    result = SyncResult(
+        target=target.describe(), full=full, delete_mode=settings.delete_mode, started=started
+    )
     with _KeptOpen(target) as kept:
         pipeline = target.pipeline()
         owed, existing = _catch_up(target, pipeline, result, out)
@@ -280,7 +301,7 @@ def _run_sync(
         journal.clear()
     if sql_root is not None:
         _build_models(target, sql_root, result, out)
-    result.seconds = time.perf_counter() - started
+    result.seconds = time.perf_counter() - result.started
     return result
 
 
@@ -326,6 +347,7 @@ def _extract(
         )
         fmt: Any = target.loader_format(pipeline)
         out.watch(lambda: _figures(run))
+        result.phases["start"] = time.perf_counter() - result.started
         with result.timed("fetch"):
             extract_info = pipeline.extract(
                 source, loader_file_format=fmt, table_format=target.table_format
