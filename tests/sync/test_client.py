@@ -119,6 +119,23 @@ def raiser(exc_type: type[httpx.TransportError]) -> Callable[[httpx.Request], ht
 # --- auth ---------------------------------------------------------------------------------
 
 
+def test_no_cookie_is_kept_or_sent_and_every_header_still_goes() -> None:
+    """The API authenticates by key: a cookie an answer sets is never sent back (httpx's
+    jar is not used), while the client's own headers go on every request."""
+    set_cookie = {"Set-Cookie": "session=abc; Path=/", "Content-Type": "application/json"}
+    handler = sequence(json_response(200, OK_BODY, set_cookie), json_response(200, OK_BODY))
+    with make_client(handler) as client:
+        client.get_json("followers", {"limit": 5}, resource="followers")
+        client.get_json("followers", {"limit": 5}, resource="followers")
+        assert not client._http.cookies
+    first, second = handler.seen
+    assert "cookie" not in second.headers
+    for request in (first, second):
+        assert request.headers["Authorization"] == f"Bearer {KEY}"
+        assert request.headers["Accept"] == "application/json"
+        assert request.headers["User-Agent"].startswith("feedback-sync/")
+
+
 def test_bearer_auth_sends_the_key_in_the_authorization_header() -> None:
     handler = sequence(json_response(200, OK_BODY))
     with make_client(handler, auth_method="bearer") as client:
