@@ -194,3 +194,45 @@ def test_rejected_items_are_logged_one_by_one_then_as_a_count(
     assert rejected.num_rows == 8 and set(rejected.column("reason").to_pylist()) == {
         "it has no idx"
     }
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {},  # every text and bool column in one pass
+        {"name": 5},  # a number in a text column: the pass fails, each column on its own
+        {"is_private": "yes"},  # text in a bool column, likewise
+        {"message": b"raw"},  # bytes are no JSON value; as ever, they land as text
+    ],
+)
+def test_text_and_bool_columns_built_at_once_land_as_column_by_column(
+    monkeypatch: pytest.MonkeyPatch, odd: dict[str, Any]
+) -> None:
+    """The one-pass build of the text and boolean columns gives the very tables the
+    column-by-column path gives, whatever a batch holds."""
+    rows = [
+        {
+            "idx": f"c{i}",
+            "message": None if i % 3 else f"m{i}",
+            "is_private": i % 2 == 0,
+            "type": "note",
+            "content": [{"t": i}],
+            "created_at": datetime(2025, 1, 2, tzinfo=UTC),
+            "idea_id": i,
+            "follower": {"idx": f"f{i}", "name": "Ana"},
+            "attachments": [{"idx": f"a{i}", "name": "x.png"}],
+        }
+        for i in range(5)
+    ]
+    rows[3].update(odd)
+
+    def build() -> dict[str, pa.Table]:
+        tabulator = Tabulator("comments", {}, ColumnTypes({}))
+        return _tables([*tabulator.add(copy.deepcopy(rows)), *tabulator.flush()])
+
+    at_once = build()
+    monkeypatch.setattr("feedback_sync.source.arrow._Table._text_and_bool", lambda *a: {})
+    one_by_one = build()
+    assert at_once.keys() == one_by_one.keys()
+    for name, table in at_once.items():
+        assert table.equals(one_by_one[name], check_metadata=True), name

@@ -92,7 +92,12 @@ class _Table:
             names.update(dict.fromkeys(row))
         # each column's kind and its values, or its Arrow array when it is built already
         columns: dict[str, tuple[str, list[Any] | pa.Array]] = {}
+        built_at_once = self._text_and_bool(rows, names)
         for name in names:
+            done = built_at_once.get(name)
+            if done is not None:
+                columns[name] = done
+                continue
             values = list(map(dict.get, rows, repeat(name)))
             kind = self.types.kind(self.name, name, values)
             seen = set(map(type, values))
@@ -130,6 +135,33 @@ class _Table:
                 arrays.append(pa.array(values, type=arrow_type))
             hints[name] = column_hint(kind, nullable=nullable)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), hints
+
+    def _text_and_bool(
+        self, rows: list[Row], names: dict[str, None]
+    ) -> dict[str, tuple[str, pa.Array]]:
+        """The columns whose kind is ``text`` or ``bool`` already (stored or declared), built
+        in one pass over the rows (Arrow's converter reads each row's values for them all)
+        instead of one pass per column: most of a batch's columns, half its building time.
+        Arrow takes only a ``str`` into a string column and only a ``bool`` into a boolean
+        one, so a value of any other type fails the pass, and every column is then built
+        on its own (variants and all). A key column with a null is left to that path too,
+        which stops the run naming the row."""
+        kinds = {name: self.types.kind(self.name, name) for name in names if VARIANT not in name}
+        chosen = [(name, kind) for name, kind in kinds.items() if kind in ("text", "bool")]
+        if not chosen:
+            return {}
+        struct = pa.struct([pa.field(name, ARROW_TYPES[kind]) for name, kind in chosen])
+        try:
+            built = pa.array(rows, type=struct)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return {}
+        out: dict[str, tuple[str, pa.Array]] = {}
+        for position, (name, kind) in enumerate(chosen):
+            array = built.field(position)
+            if name in self.keys and array.null_count:
+                continue
+            out[name] = (kind, array)
+        return out
 
     def _variant(
         self,
