@@ -307,11 +307,9 @@ def _run_sync(args: argparse.Namespace) -> int:
     lock_wait = _wait(args)
     target = _target(args)  # bad arguments are answered before the sync's imports
     started = _STARTED if _STARTED is not None else time.perf_counter()
-    from feedback_sync.progress import Progress
-
-    # the first line, before the imports (dlt's alone take half a second): what runs where
-    kind = "a full" if args.full else "an incremental"
-    Progress("sync", mode=args.progress).say(f"sync: starting {kind} run into {target.describe()}")
+    # No line before the imports, though dlt's take half a second: the settings are dlt's
+    # to resolve (importing any part of dlt imports all of it), and a bad one must be
+    # answered in one line, not after a line saying the run started.
     with _heavy_imports():
         from feedback_sync.app.sync import run_sync
 
