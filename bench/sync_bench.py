@@ -185,6 +185,7 @@ class Bench:
             **(env or {}),
         )
         run.tables = tables_loaded(stdout)
+        run.endpoints = endpoints(requests)
         run.rows = sum(run.tables.values())
         steps = SUMMARY_STEPS.search(stdout)
         run.steps = steps.group(1) if steps else None
@@ -218,7 +219,6 @@ class Bench:
             self._report(run)
 
         run, entries = self._sync(sandbox, latency, FULL_DUCKDB, folder)
-        run.endpoints = endpoints(entries)
         keep(run)
         urls = here / "urls.txt"
         urls.write_text(
@@ -415,6 +415,10 @@ def _ratio(
     return Target(label, ratio, f"{sign} {limit}", met, shown + detail)
 
 
+def _nonzero(counts: dict[str, int]) -> dict[str, int]:
+    return {name: n for name, n in counts.items() if n}
+
+
 def same_work(peer: Run, sync: Run) -> str:
     """Beside a peer's ratio: whether the two runs did the same work (the same requests per
     endpoint, the same rows per table), and where not, how they differ."""
@@ -424,10 +428,13 @@ def same_work(peer: Run, sync: Run) -> str:
         return f"; {requests}, {rows} (per endpoint and table not recorded)"
     assert peer.endpoints is not None and sync.endpoints is not None
     assert peer.tables is not None and sync.tables is not None
-    if peer.endpoints == sync.endpoints and peer.tables == sync.tables:
+    # a table or endpoint with nothing in it is the same as one not there
+    if _nonzero(peer.endpoints) == _nonzero(sync.endpoints) and _nonzero(peer.tables) == _nonzero(
+        sync.tables
+    ):
         return (
             f"; the same work: {sync.requests:,} requests, {sync.rows or 0:,} rows in "
-            f"{len(sync.tables)} tables"
+            f"{len(_nonzero(sync.tables))} tables"
         )
     differ = [
         f"{name} {peer.endpoints.get(name, 0):,} / {sync.endpoints.get(name, 0):,}"

@@ -257,6 +257,9 @@ def test_requests_are_counted_per_endpoint_and_the_peers_work_compared() -> None
     peer = Run("small", 0.0, "peer_pq: dlt rest_api, Parquet loader -> DuckDB", 5.0, 5, 1, 30, 4)
     peer.endpoints, peer.tables = dict(by), {"comments": 20, "topics": 10}
     assert same_work(peer, sync) == "; the same work: 4 requests, 30 rows in 2 tables"
+    # a table the sync lists with no row in it (rejected items, say) is no difference
+    sync.tables["rejected_rows"] = 0
+    assert same_work(peer, sync) == "; the same work: 4 requests, 30 rows in 2 tables"
     # one more empty page per idea, a table nested a level deeper: said, with the figures
     peer.endpoints["GET /comments by idea_idx"] = 4
     peer.requests, peer.rows = 6, 45
