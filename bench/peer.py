@@ -1,8 +1,9 @@
 """The peer: dlt's generic ``rest_api`` source, configured to do the sync's work, into DuckDB.
 
-Configured the way dlt's documentation shows a user: one dict naming the client, the
-paginators and one resource per endpoint, per-idea lists as child resources that resolve
-``idea_idx`` from the ``ideas`` resource, merge on ``idx``, and ``pipeline.run`` into DuckDB.
+Configured as dlt's documentation shows a user: one dict naming the client, the paginators
+and one resource per endpoint, per-idea lists as child resources that resolve ``idea_idx``
+from the ``ideas`` resource, merge on ``idx``, and ``pipeline.run`` into DuckDB; plus two
+paginator subclasses and three ``map`` steps, so that it does the sync's work.
 It reads everything (the benchmark compares full reads), and is held to the sync's work:
 
 - **the same requests**: pages of 100 (the sync's ``page_size``); comments and notes in one
@@ -63,7 +64,7 @@ class TotalCursorPaginator(JSONResponseCursorPaginator):
         self._seen = 0
 
     def init_request(self, request: Any) -> None:
-        # one instance walks every idea's list in turn
+        # dlt copies the paginator for each list it walks; a reused one starts afresh too
         self._seen = 0
         self._has_next_page = True
         super().init_request(request)

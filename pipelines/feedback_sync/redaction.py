@@ -64,8 +64,10 @@ class SecretScrubber(logging.Filter):
 
 
 SCRUBBER = SecretScrubber()
-# the loggers that may print a request's URL or a secret: httpx logs every request (query
-# string included) at INFO; ours and dlt's may quote a setting
+# the loggers that may print a request's URL or a secret: httpx's client logs each request
+# it sends (query string included) at INFO (the API client's requests skip that layer where
+# httpx allows, ``FeedbackClient._exchange``; other clients do not); ours and dlt's may
+# quote a setting
 LOGGERS = ("httpx", "feedback_sync", "dlt")
 
 

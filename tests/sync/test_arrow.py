@@ -197,19 +197,31 @@ def test_rejected_items_are_logged_one_by_one_then_as_a_count(
 
 
 @pytest.mark.parametrize(
-    "odd",
+    ("odd", "at_once"),
     [
-        {},  # every text and bool column in one pass
-        {"name": 5},  # a number in a text column: the pass fails, each column on its own
-        {"is_private": "yes"},  # text in a bool column, likewise
-        {"message": b"raw"},  # bytes are no JSON value; as ever, they land as text
+        ({}, True),  # every declared text and bool column in one pass
+        ({"message": 5}, False),  # a number in a text column: each column on its own
+        ({"is_private": "yes"}, False),  # text in a bool column, likewise
+        ({"message": b"raw"}, True),  # bytes are no JSON value; as ever, they land as text
     ],
 )
 def test_text_and_bool_columns_built_at_once_land_as_column_by_column(
-    monkeypatch: pytest.MonkeyPatch, odd: dict[str, Any]
+    monkeypatch: pytest.MonkeyPatch, odd: dict[str, Any], at_once: bool
 ) -> None:
     """The one-pass build of the text and boolean columns gives the very tables the
     column-by-column path gives, whatever a batch holds."""
+    from feedback_sync.source.arrow import _Table
+
+    passes: list[int] = []
+    one_pass = _Table._text_and_bool
+
+    def counted(table: _Table, rows: list[Any], names: dict[str, None]) -> Any:
+        built = one_pass(table, rows, names)
+        if table.name == "comments":
+            passes.append(len(built))
+        return built
+
+    monkeypatch.setattr(_Table, "_text_and_bool", counted)
     rows = [
         {
             "idx": f"c{i}",
@@ -230,9 +242,11 @@ def test_text_and_bool_columns_built_at_once_land_as_column_by_column(
         tabulator = Tabulator("comments", {}, ColumnTypes({}))
         return _tables([*tabulator.add(copy.deepcopy(rows)), *tabulator.flush()])
 
-    at_once = build()
-    monkeypatch.setattr("feedback_sync.source.arrow._Table._text_and_bool", lambda *a: {})
+    at_once_tables = build()
+    # the pass built comments' declared text and bool columns, or (an odd value) none
+    assert passes == ([10] if at_once else [0])
+    monkeypatch.setattr(_Table, "_text_and_bool", lambda *a: {})
     one_by_one = build()
-    assert at_once.keys() == one_by_one.keys()
-    for name, table in at_once.items():
+    assert at_once_tables.keys() == one_by_one.keys()
+    for name, table in at_once_tables.items():
         assert table.equals(one_by_one[name], check_metadata=True), name
