@@ -105,7 +105,10 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
                 assert every == cells[10] and steps == ""
                 continue
         # a sync's row carries its own account of its steps
-        assert steps.startswith("fetch ") and ", load " in steps if is_sync else steps == "-"
+        if is_sync:
+            assert steps.startswith("start ") and ", fetch " in steps and ", load " in steps
+        else:
+            assert steps == "-"
     # the floor replays exactly the full sync's requests (the same in every trial: the
     # sandbox's data does not change between them)
     by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[8] for r in rows}
