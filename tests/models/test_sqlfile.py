@@ -44,3 +44,13 @@ def test_calls_are_found_and_replaced_for_the_functions_asked_only() -> None:
     out = substitute(SQL, ("source", "ref", "var"), lambda f, n: f"<{f}:{n}>")
     assert "<source:orders>" in out and "<ref:customers>" in out and "<var:limit>" in out
     assert "{{ unknown('z') }}" in out
+
+
+def test_only_sql_that_calls_a_clock_is_volatile() -> None:
+    from feedback_sync.models.project import _volatile
+
+    assert not _volatile("-- its name now\nselect name from t -- as of today\n")
+    assert _volatile("select now() as at")
+    assert _volatile("select current_date")
+    assert _volatile("select cast('now' as timestamp)")  # a clock spelled as text
+    assert not _volatile("select ideas_now, known from t")

@@ -37,8 +37,10 @@ def cents(value: float | None) -> float | None:
 class Truth:
     """The marts of one dump."""
 
-    def __init__(self, dump: dict[str, Any]) -> None:
+    def __init__(self, dump: dict[str, Any], history: Any = None) -> None:
+        """``history``: a ``history_truth.HistoryTruth`` for the history marts."""
         self.dump = dump
+        self.history = history
         self.followers = {f["idx"]: f for f in dump["followers"]}
         self.companies: dict[str, tuple[str, float | None]] = {}
         self.members: dict[str, set[str]] = defaultdict(set)
@@ -58,6 +60,15 @@ class Truth:
         for comment in dump["comments"]:
             self.comments_by_idea[comment["idea_idx"]].append(comment)
             self.comments_by_follower[comment["follower"]["idx"]].append(comment)
+
+    def idea_status_history(self) -> dict[Any, Row]:
+        return self.history.idea_status_history()  # type: ignore[no-any-return]
+
+    def status_flow(self) -> dict[Any, Row]:
+        return self.history.status_flow()  # type: ignore[no-any-return]
+
+    def company_spend_by_month(self) -> dict[Any, Row]:
+        return self.history.company_spend_by_month()  # type: ignore[no-any-return]
 
     def spend(self, company_id: str) -> float:
         return self.companies[company_id][1] or 0.0

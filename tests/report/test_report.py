@@ -20,11 +20,12 @@ from feedback_sync.errors import ModelError
 from feedback_sync.models.project import build
 from feedback_sync.warehouse.duckdb import open_duckdb_models
 
+from tests.models.history_truth import HistoryTruth
 from tests.models.truth import Truth, every_month
 from tests.support.browser import open_page
 from tests.sync.harness import Harness
 
-CHARTS = ("demand", "cadence", "activity", "funnel", "coverage")
+CHARTS = ("demand", "cadence", "activity", "funnel", "flow", "coverage")
 
 
 def _month(value: date) -> str:
@@ -59,10 +60,13 @@ def _last_load(harness: Harness) -> datetime:
 @pytest.mark.slow
 def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_path: Path) -> None:
     harness.sync()
+    first = harness.dump()
     harness.mutate(seed=5, fraction=0.2)  # deletes, renames, new rows: not just the seed
-    harness.sync(full=True)
+    harness.mutate(seed=6, counts={"ideas": {"update": 15}})  # moves: stays that end
+    second = harness.sync(full=True)
+    assert second.run_at is not None
     dump = harness.dump()
-    truth = Truth(dump)
+    truth = Truth(dump, HistoryTruth(first, dump, second.run_at, full=True))
     out = tmp_path / "report.html"
     write(harness.target(), out, currency="EUR")
     page = out.read_text(encoding="utf-8")
@@ -124,6 +128,38 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
     # no status has more companies behind it than the board has
     assert all(s["commenter_companies"] <= len(truth.companies) for s in statuses)
 
+    # time in status: per status in the board's order (then those no longer loaded), the
+    # ended stays' median and 90th percentile, and the ideas there now, from the history
+    flow = _texts(_section(page, "flow"), "value")
+    position = {k: r["funnel_position"] for k, r in truth.status_summary().items()}
+    per_status = truth.status_flow()
+    order = sorted(
+        per_status,
+        key=lambda k: (position.get(k, 10**6), per_status[k]["status_name"] or "", k),
+    )
+    expected = []
+    for k in order:
+        f = per_status[k]
+        ended = f["stays_completed"]
+        expected.append(
+            f"median {f['median_days_completed']:,.2f} days, 90th percentile "
+            f"{f['p90_days_completed']:,.2f} days, over {_n(ended, 'stay', 'stays')} that ended"
+            if ended
+            else "no stay has ended yet"
+        )
+        if f["ideas_now"]:
+            since = f["waiting_since"]
+            days = (as_of - since).total_seconds() / 86400
+            expected.append(
+                f"{_n(f['ideas_now'], 'idea', 'ideas')} there now, the longest since "
+                f"{since.strftime('%d %b %Y').lstrip('0')} ({days:,.0f} days by "
+                f"{as_of.strftime('%d %b %Y').lstrip('0')})"
+            )
+        else:
+            expected.append("no idea there now")
+    assert flow == expected
+    assert any(per_status[k]["stays_completed"] > 1 for k in order), "medians of several"
+
     # integration coverage
     coverage = _texts(_section(page, "coverage"), "value")
     kinds = truth.integration_coverage()
@@ -172,6 +208,8 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
 
 @pytest.mark.slow
 def test_the_dashboard_draws_in_headless_chromium(harness: Harness, tmp_path: Path) -> None:
+    harness.sync()
+    harness.mutate(seed=6, counts={"ideas": {"update": 15}})  # stays that end: time in status
     harness.sync()
     out = tmp_path / "out" / "report.html"
     report = write(harness.target(), out)
@@ -290,6 +328,8 @@ def test_without_a_load_time_no_month_is_drawn_partial(harness: Harness) -> None
     assert "Data as of: not known" in page
     assert not re.search(r'class="[a-z]+ partial"', page)
     assert "no month is marked partial" in _section(page, "activity")
+    # one sync: no stay has ended yet, and the time-in-status chart says so
+    assert "No idea has left a status since the history began" in _section(page, "flow")
     assert "November 2026 is partial: the data is as of 27 Nov 2026." in with_load
     assert "Data as of 27 Nov 2026, 09:08 UTC (the last load)" in with_load
 

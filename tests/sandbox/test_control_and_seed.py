@@ -12,6 +12,7 @@ import pytest
 from feedback_sync.sandbox.app import SandboxApp, create_app
 from feedback_sync.sandbox.seed import SCALES, build_store
 from feedback_sync.sandbox.testing import SandboxTransport
+from feedback_sync.sandbox.timefmt import parse_body_moment
 
 from tests.sandbox.helpers import idxs, walk
 
@@ -245,3 +246,78 @@ def test_large_scale_has_the_promised_sizes_and_stays_consistent() -> None:
     assert sum(len(k) for k in store.links_by_type.groups.values()) == len(store.links)
     assert sum(i.comment_count + i.note_count for i in store.ideas) == len(store.comments)
     assert len(store.email_index) == len(store.followers)
+
+
+async def test_an_idea_moves_between_statuses_and_the_move_is_recorded(
+    sandbox_app: SandboxApp, control: httpx.AsyncClient
+) -> None:
+    store = sandbox_app.state.store
+    idea = next(iter(store.ideas.by_idx.values()))
+    other = next(s for s in store.statuses.by_idx if s != idea.status_idx)
+    before = idea.status_idx
+    await control.post("/clock", json={"now": "2026-05-01T10:00:00Z"})
+    moved = await control.post(f"/ideas/{idea.idx}/status", json={"status_idx": other})
+    assert moved.status_code == 200, moved.text
+    assert moved.json() == {
+        "idx": idea.idx,
+        "status_idx": other,
+        "updated_at": "2026-05-01T10:00:00.000000Z",
+    }
+    # the API serves the move, with updated_at at the move
+    async with httpx.AsyncClient(
+        transport=SandboxTransport(sandbox_app),
+        base_url="http://sandbox/v1",
+        headers={"Authorization": f"Bearer {sandbox_app.state.settings.api_key}"},
+    ) as api:
+        ideas, _ = await walk(api, "/ideas", limit=100)
+    served = next(i for i in ideas if i["idx"] == idea.idx)
+    assert served["status_idx"] == other and served["updated_at"] == "2026-05-01 10:00:00"
+    # a move to the status it is in already moves nothing and records nothing
+    await control.post(f"/ideas/{idea.idx}/status", json={"status_idx": other})
+    dump = await dump_of(sandbox_app)
+    assert dump["status_moves"] == [
+        {
+            "idea_idx": idea.idx,
+            "from_status_idx": before,
+            "to_status_idx": other,
+            "at": parse_body_moment("2026-05-01T10:00:00Z"),
+        }
+    ]
+    # refusals name what was wrong
+    unknown_status = await control.post(f"/ideas/{idea.idx}/status", json={"status_idx": "sts_x"})
+    assert unknown_status.status_code == 404 and "sts_x" in unknown_status.json()["message"]
+    unknown_idea = await control.post("/ideas/ide_nope/status", json={"status_idx": other})
+    assert unknown_idea.status_code == 404 and "ide_nope" in unknown_idea.json()["message"]
+    bad = await control.post(f"/ideas/{idea.idx}/status", json={"status": other})
+    assert bad.status_code == 400 and "status" in bad.json()["message"]
+
+
+async def test_mutate_moves_ideas_and_changes_spend_on_the_record(
+    sandbox_app: SandboxApp, control: httpx.AsyncClient
+) -> None:
+    store = sandbox_app.state.store
+    statuses = {i.idx: i.status_idx for i in store.ideas.by_idx.values()}
+    spends = {c.id: c.monthly_spend for c in store.companies.values()}
+    response = await control.post(
+        "/mutate", json={"ideas": {"update": 6}, "followers": {"update": 30}, "seed": 3}
+    )
+    assert response.status_code == 200
+    dump = await dump_of(sandbox_app)
+    moves = dump["status_moves"]
+    assert moves, "an idea update moves the idea"
+    for move in moves:  # an idea moved twice: each move starts where the last one ended
+        assert move["from_status_idx"] == statuses[move["idea_idx"]] != move["to_status_idx"]
+        statuses[move["idea_idx"]] = move["to_status_idx"]
+    for idea_idx in {m["idea_idx"] for m in moves}:
+        last = [m for m in moves if m["idea_idx"] == idea_idx][-1]
+        assert store.ideas.by_idx[idea_idx].status_idx == last["to_status_idx"]
+        assert store.ideas.by_idx[idea_idx].updated == last["at"]
+    changes = dump["spend_changes"]
+    assert changes, "follower updates change some companies' spend"
+    for change in changes:
+        assert change["from_spend"] == spends[change["company_id"]] != change["to_spend"]
+        spends[change["company_id"]] = change["to_spend"]
+        follower = store.followers.by_idx[change["follower_idx"]]
+        assert change["company_id"] in follower.company_ids and follower.updated >= change["at"]
+    for company_id in {c["company_id"] for c in changes}:
+        assert store.companies[company_id].monthly_spend == spends[company_id]

@@ -31,3 +31,7 @@ class FeedbackConfiguration(BaseConfiguration):
     max_retries: Any = 8
     delete_mode: Any = "hard"
     allow_insecure_http: Any = False
+    # None: not set (the default); Optional, or dlt would call them required
+    history_ideas: Optional[Union[str, bool]] = None  # noqa: UP007, UP045
+    history_companies: Optional[Union[str, bool]] = None  # noqa: UP007, UP045
+    history_announcements: Optional[Union[str, bool]] = None  # noqa: UP007, UP045

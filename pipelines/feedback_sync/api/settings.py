@@ -52,6 +52,19 @@ class FeedbackSettings:
     timeout_seconds: float = 30.0
     max_retries: int = 8
     delete_mode: str = "hard"
+    # versioned history per entity (``warehouse/history.py``): True, False, or None for the
+    # default (ideas and companies on where the warehouse keeps history)
+    history_ideas: bool | None = None
+    history_companies: bool | None = None
+    history_announcements: bool | None = None
+
+    def history_choices(self) -> dict[str, bool | None]:
+        """Each history setting's choice, by entity (None: not set)."""
+        return {
+            "ideas": self.history_ideas,
+            "companies": self.history_companies,
+            "announcements": self.history_announcements,
+        }
 
     def __repr__(self) -> str:
         # the key never reaches a log line or a traceback through repr
@@ -132,6 +145,11 @@ class FeedbackSettings:
             ),
             max_retries=_int(raw.get("max_retries", 8), "max_retries", 0, 100),
             delete_mode=delete_mode,
+            history_ideas=_optional_flag(raw.get("history_ideas"), "history_ideas"),
+            history_companies=_optional_flag(raw.get("history_companies"), "history_companies"),
+            history_announcements=_optional_flag(
+                raw.get("history_announcements"), "history_announcements"
+            ),
         )
 
 
@@ -152,6 +170,13 @@ def _flag(value: Any, name: str) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
         return value.strip().lower() in ("true", "1")
     raise ConfigError(f"{describe(name)} must be true or false, got {value!r}")
+
+
+def _optional_flag(value: Any, name: str) -> bool | None:
+    """A true/false setting whose absence means the default (None)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return _flag(value, name)
 
 
 def _is_loopback(host: str | None) -> bool:

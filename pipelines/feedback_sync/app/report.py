@@ -16,6 +16,8 @@ Every figure counts something once, and says what it counts:
   (``announcement_months``), their categories in each column's tooltip
   (``announcement_calendar``);
 - comment activity over time (``activity_by_month``);
+- time in status (``status_flow``, from the history the syncs keep): the median days of
+  the stays that ended, per status, and the ideas there now and since when;
 - the status funnel (``status_summary``) and integration coverage
   (``integration_coverage``): the companies behind each row are counted once per row, and
   the page says they do not add up across rows.
@@ -63,6 +65,7 @@ NEEDED = (
     "announcement_calendar",
     "activity_by_month",
     "status_summary",
+    "status_flow",
     "integration_coverage",
 )
 
@@ -234,6 +237,14 @@ def render(
                    commenter_monthly_spend, share_of_spend
             from {m}.status_summary order by funnel_position""",
     )
+    flow = _rows(
+        con,
+        f"""select f.status_name, f.stays_completed, f.median_days_completed,
+                   f.p90_days_completed, f.ideas_now, f.waiting_since
+            from {m}.status_flow as f
+            left join {m}.status_summary as s using (status_idx)
+            order by s.funnel_position nulls last, f.status_name, f.status_idx""",
+    )
     coverage = _rows(
         con,
         f"""select integration_type, ideas_linked, share_of_ideas, commenter_companies,
@@ -339,6 +350,30 @@ def render(
             ),
         ),
         _section(
+            "flow",
+            "Time in status",
+            "Per status, in the board's order: the median days an idea stayed before it "
+            "moved on (or was deleted), over the stays that ended, from the history the "
+            "syncs keep; and the ideas there now. A stay begins when a sync first sees the "
+            "idea there: two moves between syncs count as one.",
+            _hbars(
+                [
+                    (
+                        str(r["status_name"] or "(status no longer loaded)"),
+                        float(r["median_days_completed"] or 0.0),
+                        _stays_line(r) + "\n" + _waiting_line(r, as_of),
+                    )
+                    for r in flow
+                ],
+                PALETTE[5],
+            )
+            if any(r["stays_completed"] for r in flow)
+            else _empty_note(
+                "No idea has left a status since the history began (the first sync that "
+                "kept it): the chart fills in as ideas move."
+            ),
+        ),
+        _section(
             "coverage",
             "Integration coverage",
             "Share of ideas with at least one linked record, per tool, and the share of all "
@@ -400,6 +435,29 @@ class _Money:
         return f"{_count(round(float(value or 0)))}{self.suffix}"
 
 
+def _stays_line(row: dict[str, Any]) -> str:
+    """A status's ended stays: their median and 90th-percentile days, and how many."""
+    if not row["stays_completed"]:
+        return "no stay has ended yet"
+    return (
+        f"median {row['median_days_completed']:,.2f} days, 90th percentile "
+        f"{row['p90_days_completed']:,.2f} days, over {_many(row['stays_completed'], 'stay')} "
+        "that ended"
+    )
+
+
+def _waiting_line(row: dict[str, Any], as_of: datetime | None) -> str:
+    """The ideas in a status now, and since when the longest-waiting one is there."""
+    if not row["ideas_now"]:
+        return "no idea there now"
+    since = row["waiting_since"]
+    line = f"{_many(row['ideas_now'], 'idea')} there now, the longest since {_day(since)}"
+    if as_of is not None:
+        days = max((as_of - since).total_seconds(), 0.0) / 86400
+        line += f" ({days:,.0f} days by {_day(as_of)})"
+    return line
+
+
 def _count(value: Any) -> str:
     """The one way a number is written: whole, with a comma every three digits."""
     return f"{int(value):,}"
@@ -419,7 +477,8 @@ def _many(count: Any, noun: str) -> str:
     n = int(count)
     if n == 1:
         return f"1 {noun}"
-    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    consonant_y = noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u")
+    plural = noun[:-1] + "ies" if consonant_y else noun + "s"
     return f"{_count(n)} {plural}"
 
 
@@ -475,6 +534,14 @@ def _empty(height: int = 60) -> str:
     return (
         f'<svg class="chart empty" viewBox="0 0 {WIDTH} {height}" role="img">'
         f'<text x="{WIDTH // 2}" y="{height // 2}" text-anchor="middle">no data yet</text></svg>'
+    )
+
+
+def _empty_note(text: str) -> str:
+    """A chart with nothing to draw yet, saying why."""
+    return (
+        f'<svg class="chart empty" viewBox="0 0 {WIDTH} 40" role="img">'
+        f'<text class="value" x="8" y="24">{html.escape(text)}</text></svg>'
     )
 
 

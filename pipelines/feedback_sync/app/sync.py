@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ from feedback_sync.source.resources import COMPLETE_WHEN_FULL, PARENT_KEYS
 from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.source.source import feedback
-from feedback_sync.warehouse import runlock
+from feedback_sync.warehouse import history, runlock
 from feedback_sync.warehouse.appends import owe, settle, warehouse_tables
 from feedback_sync.warehouse.target import Target, keep_loaded_packages
 
@@ -71,12 +72,21 @@ class SyncResult:
     delete_mode: str = "hard"
     models: BuildResult | None = None
     models_error: str | None = None
+    # the run's time (UTC): where a history version with no updated_at of its own starts, and
+    # where the versions of rows gone at the source end
+    run_at: datetime | None = None
+    # per history table: versions begun and ended by this run (``warehouse/history.py``)
+    versions: dict[str, history.Recorded] = field(default_factory=dict)
     # seconds per step, in run order: start (everything before the first request), fetch
     # (dlt's extract), load (normalize, load, stale child rows and deletes), then parquet
     # and models when they ran
     phases: dict[str, float] = field(default_factory=dict)
     # when the run began (``time.perf_counter``): ``seconds`` and ``start`` count from it
     started: float = field(default_factory=time.perf_counter, repr=False)
+
+    def history_changed(self) -> list[str]:
+        """The history tables this run added versions to or ended versions of."""
+        return [t for t, done in self.versions.items() if done.opened or done.closed]
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
@@ -104,10 +114,20 @@ class SyncResult:
         width = max([len(t) for t in self.table_rows] + [5])
         lines.append(f"  {'table':<{width}}  {'loaded':>9}  {removed_word:>14}  {'now':>10}")
         for table in sorted(self.table_rows):
+            # a history table's rows loaded: the versions this run began
+            versions = self.versions.get(table)
+            loaded = versions.opened if versions else self.rows_loaded.get(table, 0)
             lines.append(
-                f"  {table:<{width}}  {self.rows_loaded.get(table, 0):>9,}  "
+                f"  {table:<{width}}  {loaded:>9,}  "
                 f"{self.rows_removed.get(table, 0):>14,}  {self.table_rows[table]:>10,}"
             )
+        changed = [
+            f"{table} {done.opened:,} begun, {done.closed:,} ended"
+            for table, done in sorted(self.versions.items())
+            if done.opened or done.closed
+        ]
+        if changed:
+            lines.append(f"  history versions: {'; '.join(changed)}")
         rejected = self.rows_loaded.get(REJECTED_TABLE, 0)
         if rejected:
             lines.append(
@@ -193,6 +213,7 @@ def run_sync(
     started = time.perf_counter() if started is None else started
     selected = check_resources(resources)
     settings = settings or load_settings()
+    kept = history.chosen(settings.history_choices(), target.history_dialect, target.describe())
     keep = keep_loaded_packages()
     sql_root: Path | None = None
     if models and target.builds_models:
@@ -213,6 +234,7 @@ def run_sync(
             sql_root,
             keep,
             started,
+            kept,
         )
 
 
@@ -264,24 +286,27 @@ def _run_sync(
     sql_root: Path | None,
     keep_packages: int,
     started: float,
+    entities: tuple[str, ...],
 ) -> SyncResult:
     result = SyncResult(
         target=target.describe(), full=full, delete_mode=settings.delete_mode, started=started
     )
+    run_at = result.run_at = datetime.now(UTC)
     with _KeptOpen(target) as kept:
         pipeline = target.pipeline()
-        owed, existing = _catch_up(target, pipeline, result, out)
+        owed, existing = _catch_up(target, pipeline, result, out, entities)
         run = SyncRun(settings, full=full, transport=transport, warehouse_tables=existing)
         load_id = _extract(target, pipeline, run, selected, result, out)
         # what this run still owes after its load, kept where a crash cannot lose it
         journal = _Journal(pipeline)
-        journal.write(load_id, result.complete, settings.delete_mode)
+        journal.write(load_id, result.complete, settings.delete_mode, run_at)
         if after_extract is not None:
             after_extract(pipeline)
         with result.timed("load"):
             out.stage("load")
             kept.hold(create=True)
             _load(target, pipeline, load_id, existing, settings.delete_mode, result, out)
+            _record_history(target, pipeline, entities, result, run_at, settings.delete_mode, out)
             target.prune_state_history(pipeline)
             _prune_loaded_packages(pipeline, keep_packages)
             result.ideas_endpoint = run.ideas_endpoint
@@ -293,7 +318,7 @@ def _run_sync(
                 result.exported = target.publish(
                     pipeline,
                     result.table_rows,
-                    loaded=result.rows_loaded,
+                    loaded=[*result.rows_loaded, *result.history_changed()],
                     removed=result.rows_removed,
                     # an earlier run's load may not have been published
                     everything=bool(result.recovered_packages or owed is not None),
@@ -306,15 +331,24 @@ def _run_sync(
 
 
 def _catch_up(
-    target: Target, pipeline: Pipeline, result: SyncResult, out: Progress
+    target: Target,
+    pipeline: Pipeline,
+    result: SyncResult,
+    out: Progress,
+    entities: tuple[str, ...],
 ) -> tuple[dict[str, int] | None, frozenset[str] | None]:
-    """What earlier runs left is finished first: packages pending, deletes owed after a
-    load, the state restored where the local one is not the warehouse's, first loads
+    """What earlier runs left is finished first: packages pending, deletes and history owed
+    after a load, the state restored where the local one is not the warehouse's, first loads
     settled. Returns what the journal owed (rows removed, or None) and the tables the
     warehouse has (None where every table merges)."""
     if pipeline.has_pending_data:
         _recover(pipeline, target, result, out)
-    owed = _Journal(pipeline).replay(target, pipeline, out)
+        if entities and not _Journal(pipeline).path.exists():
+            # a pending package's changes get their versions before this run's own load
+            # could change the same rows again (the journal's replay does it where it names
+            # the package)
+            _record_history(target, pipeline, entities, result, datetime.now(UTC), "hard", out)
+    owed = _Journal(pipeline).replay(target, pipeline, out, entities, result)
     if owed is not None:
         _add(result.rows_removed, owed)
     if not target.state_is_current(pipeline) and not _nothing_to_restore(pipeline, target):
@@ -396,6 +430,28 @@ def _load(
         out.say(f"sync: removing rows the service no longer has ({gone}) ...")
         removed = target.reconcile(pipeline, load_id, result.complete, delete_mode, existing)
         _add(result.rows_removed, removed)
+
+
+def _record_history(
+    target: Target,
+    pipeline: Pipeline,
+    entities: tuple[str, ...],
+    result: SyncResult,
+    run_at: datetime,
+    mode: str,
+    out: Progress,
+    complete: Sequence[str] | None = None,
+) -> None:
+    """Keeps a version of each tracked row that changed (``warehouse/history.py``)."""
+    if not entities or not target.table_counts(pipeline):
+        return
+    out.say(f"sync: recording history ({', '.join(entities)}) ...")
+    done = result.complete if complete is None else complete
+    for table, recorded in target.record_history(pipeline, entities, done, run_at, mode).items():
+        mine = result.versions.setdefault(table, history.Recorded())
+        mine.opened += recorded.opened
+        mine.closed += recorded.closed
+        mine.rows = recorded.rows
 
 
 def _build_models(target: Target, root: Path, result: SyncResult, out: Progress) -> None:
@@ -543,8 +599,13 @@ class _Journal:
     def __init__(self, pipeline: Pipeline) -> None:
         self.path = Path(pipeline.working_dir) / "feedback_sync_journal.json"
 
-    def write(self, load_id: str | None, complete: list[str], mode: str) -> None:
-        body = {"load_id": load_id, "complete": complete, "mode": mode}
+    def write(self, load_id: str | None, complete: list[str], mode: str, run_at: datetime) -> None:
+        body = {
+            "load_id": load_id,
+            "complete": complete,
+            "mode": mode,
+            "run_at": run_at.isoformat(),
+        }
         partial = self.path.with_suffix(".partial")
         partial.write_text(json.dumps(body))
         os.replace(partial, self.path)
@@ -552,8 +613,16 @@ class _Journal:
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
 
-    def replay(self, target: Target, pipeline: Pipeline, out: Progress) -> dict[str, int] | None:
-        """Does what the last run left undone; rows removed, or None when nothing was owed."""
+    def replay(
+        self,
+        target: Target,
+        pipeline: Pipeline,
+        out: Progress,
+        entities: tuple[str, ...] = (),
+        result: SyncResult | None = None,
+    ) -> dict[str, int] | None:
+        """Does what the last run left undone (child rows, deletes, history versions, at
+        that run's time); rows removed, or None when nothing was owed."""
         if not self.path.exists():
             return None
         body = json.loads(self.path.read_text())
@@ -567,5 +636,19 @@ class _Journal:
             removed,
             target.reconcile(pipeline, load_id, body.get("complete", []), body.get("mode", "hard")),
         )
+        if entities and result is not None:
+            run_at = _journal_time(body.get("run_at"))
+            mode = body.get("mode", "hard")
+            complete = body.get("complete", [])
+            _record_history(target, pipeline, entities, result, run_at, mode, out, complete)
         self.clear()
         return removed
+
+
+def _journal_time(raw: Any) -> datetime:
+    """The journaled run's time (a journal from before history kept none: now)."""
+    try:
+        moment = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+    except ValueError:
+        moment = None
+    return moment if moment is not None and moment.tzinfo is not None else datetime.now(UTC)

@@ -57,6 +57,7 @@ from feedback_sync.models.project import BuildResult, load_project
 from feedback_sync.models.project import apply as apply_models
 from feedback_sync.redaction import SCRUBBER, install_log_filters
 from feedback_sync.source.resources import NAMES as RESOURCES
+from feedback_sync.warehouse import history
 from feedback_sync.warehouse.target import Target
 
 DEFAULT_RETRIES = 2
@@ -164,26 +165,33 @@ def publish_assets(
     checks: list[Check],
 ) -> list[str]:
     """Reports each touched table and each mart whose inputs changed; the keys reported."""
+    versioned = set(result.history_changed())
     touched = sorted(
         t
         for t in result.table_rows
-        if result.rows_loaded.get(t, 0) or result.rows_removed.get(t, 0)
+        if result.rows_loaded.get(t, 0) or result.rows_removed.get(t, 0) or t in versioned
     )
     reported: list[str] = []
     for table in touched:
         key = lineage.table_asset(target, table)
-        _publish(
-            Asset(key=key, properties=AssetProperties(name=table)),
-            [lineage.resource_asset(base_url, lineage.root_resource(table))],
-            "dlt",
-            {
-                "rows_loaded": result.rows_loaded.get(table, 0),
-                "rows_removed": result.rows_removed.get(table, 0),
-                "rows_now": result.table_rows.get(table, 0),
-                "load_id": result.load_id,
-                "checks": [c.as_dict() for c in checks if c.table == table],
-            },
-        )
+        metadata: dict[str, Any] = {
+            "rows_loaded": result.rows_loaded.get(table, 0),
+            "rows_removed": result.rows_removed.get(table, 0),
+            "rows_now": result.table_rows.get(table, 0),
+            "load_id": result.load_id,
+            "checks": [c.as_dict() for c in checks if c.table == table],
+        }
+        if table in versioned:
+            # a history table is made from loaded tables, by the sync's history step
+            upstream = [lineage.table_asset(target, t) for t in history.READS[table]]
+            done = result.versions[table]
+            metadata |= {"versions_begun": done.opened, "versions_ended": done.closed}
+            metadata["rows_loaded"] = done.opened
+            by = "feedback-sync history"
+        else:
+            upstream = [lineage.resource_asset(base_url, lineage.root_resource(table))]
+            by = "dlt"
+        _publish(Asset(key=key, properties=AssetProperties(name=table)), upstream, by, metadata)
         reported.append(key)
     if built is None:
         return reported

@@ -478,7 +478,7 @@ def build(
     ]
     fingerprint = None
     statements = [sql for _, sql in rendered] + [t.sql for t in tests]
-    if engine.hashes_rows and not any(_VOLATILE.search(sql) for sql in statements):
+    if engine.hashes_rows and not any(_volatile(sql) for sql in statements):
         fingerprint = _fingerprint(engine, project, dataset, existing, rendered, views, tests)
     if reuse and fingerprint is not None:
         stored = _last_build(engine)
@@ -512,6 +512,20 @@ def build(
             raise DataTestsFailed(result.tests)  # rolls the build back
         _record_build(engine, fingerprint, result.mart_rows)
     return result
+
+
+def _volatile(sql: str) -> bool:
+    """Whether ``sql`` calls a clock or a random function: its words outside comments (a
+    model's header saying "its name now" reads nothing). Quoted text counts: ``'now'`` is a
+    clock where it is cast to a time."""
+    from sqlglot.errors import TokenError
+    from sqlglot.tokens import Tokenizer
+
+    try:
+        tokens = Tokenizer().tokenize(sql)  # comments are not tokens
+    except TokenError:  # what it cannot read is searched whole
+        return bool(_VOLATILE.search(sql))
+    return any(_VOLATILE.search(token.text) for token in tokens)
 
 
 def _record_build(engine: Engine, fingerprint: str | None, mart_rows: dict[str, int]) -> None:

@@ -5,7 +5,13 @@
 - ``GET|POST /_sandbox/clock``: read, set (``now``), move (``advance_seconds``) or start
   and stop (``running``) the clock.
 - ``POST /_sandbox/mutate``: a seeded batch of creates, updates and deletes.
-- ``GET  /_sandbox/dump``: the whole store as JSON: the ground truth syncs are compared with.
+- ``POST /_sandbox/ideas/{idx}/status``: moves an idea to another status (``{"status_idx":
+  "sts_..."}``), as the service's own UI does (the API has no idea writes); the idea's
+  ``updated_at`` moves to the clock's now.
+- ``GET  /_sandbox/dump``: the whole store as JSON: the ground truth syncs are compared with,
+  with ``status_moves`` and ``spend_changes``, the record of every idea put into a status
+  and every company spend changed since seeding (what the history marts are checked
+  against).
 - ``GET|DELETE /_sandbox/requests``: the log of requests served (``?since=SEQ``).
 - ``POST /_sandbox/reset``: rebuild the store at a scale and seed; clears the log.
 
@@ -46,6 +52,7 @@ class Control:
             route("/settings", self.settings, ["GET", "POST"]),
             route("/clock", self.clock, ["GET", "POST"]),
             route("/mutate", self.mutate, ["POST"]),
+            route("/ideas/{idx}/status", self.move_idea, ["POST"]),
             route("/dump", self.dump, ["GET"]),
             route("/requests", self.requests, ["GET", "DELETE"]),
             route("/reset", self.reset, ["POST"]),
@@ -111,6 +118,22 @@ class Control:
             }
         )
 
+    async def move_idea(self, request: Request) -> Response:
+        body = validate.json_body(await request.body())
+        unknown = set(body) - {"status_idx"}
+        if unknown:
+            raise bad_request(f'unknown fields {sorted(unknown)}; send {{"status_idx": ...}}')
+        status_idx = body.get("status_idx")
+        if not isinstance(status_idx, str) or not status_idx:
+            raise bad_request("status_idx must be a status's idx (sts_...)")
+        store = self.state.store
+        idx = request.path_params["idx"]
+        with store.lock:
+            store.statuses.get("status", status_idx)  # NotFound: 404 naming it
+            idea = store.update_idea(idx, status_idx=status_idx)  # an unknown idea: 404
+            answer = {"idx": idea.idx, "status_idx": idea.status_idx}
+            return json_response(answer | {"updated_at": format_iso(idea.updated)})
+
     async def dump(self, request: Request) -> Response:
         return StreamingResponse(self._dump_chunks(), media_type="application/json")
 
@@ -137,6 +160,8 @@ class Control:
             "categories": [vars_of(c) for c in store.categories.values()],
             "users": [vars_of(u) for u in store.users.values()],
             "companies": [vars_of(c) for c in store.companies.values()],
+            "status_moves": [vars_of(m) for m in store.status_moves],
+            "spend_changes": [vars_of(c) for c in store.spend_changes],
         }
         for name, rows in extras.items():
             yield b',"' + name.encode() + b'":' + orjson.dumps(rows)

@@ -4,7 +4,9 @@ Every change goes through the same store operations as the API (so counts, ``upd
 and cascades behave as they would for a real client), chosen by a ``random.Random`` from
 the batch's seed: the same store, seed and plan give the same changes. Resources without
 API writes (ideas, integration links, reactions) change here too, as they would when
-people use the real service.
+people use the real service. An idea update moves it to another status, and every other
+follower update changes one of its companies' monthly spend: the history tables and their
+marts have moves and spend changes to see (``Store.status_moves``, ``spend_changes``).
 """
 
 from __future__ import annotations
@@ -149,14 +151,21 @@ def _follower_create(store: Store, rng: random.Random) -> str:
 
 
 def _follower_update(store: Store, rng: random.Random) -> str | None:
+    """Renames a follower and changes one attribute; for a follower with companies, every
+    other time one company's monthly spend too (what the spend history sees)."""
     idx = _pick(rng, store.followers)
     if idx is None:
         return None
     key, kind = rng.choice(ATTRIBUTE_KEYS)
-    store.update_follower(
-        idx,
-        FollowerInput(name=f"Renamed {idx[-4:]}", attributes={key: _attribute_value(rng, kind)}),
+    change = FollowerInput(
+        name=f"Renamed {idx[-4:]}", attributes={key: _attribute_value(rng, kind)}
     )
+    company_ids = store.followers.by_idx[idx].company_ids
+    if company_ids and rng.random() < 0.5:
+        company = store.companies[rng.choice(company_ids)]
+        spend = round((company.monthly_spend or 100.0) * rng.uniform(0.5, 1.5), 2)
+        change.companies = [{"id": company.id, "name": company.name, "monthly_spend": spend}]
+    store.update_follower(idx, change)
     return idx
 
 
@@ -313,7 +322,8 @@ def _idea_update(store: Store, rng: random.Random) -> str | None:
         store.update_idea(
             idx,
             name=f"{store.ideas.by_idx[idx].name} (renamed)",
-            status_idx=_pick(rng, store.statuses),
+            # another status than its own, where there is one: a move the history sees
+            status_idx=_pick(rng, store.statuses, avoid=store.ideas.by_idx[idx].status_idx),
         )
     return idx
 

@@ -104,6 +104,30 @@ class Idea:
 
 
 @dataclass(slots=True)
+class StatusMove:
+    """An idea put into a status: created in it (``from_status_idx`` None) or moved to it,
+    as the service's own UI does; the sandbox's record, which the history marts are checked
+    against (``/_sandbox/dump``)."""
+
+    idea_idx: str
+    from_status_idx: str | None
+    to_status_idx: str | None
+    at: int
+
+
+@dataclass(slots=True)
+class SpendChange:
+    """A company's ``monthly_spend`` changed, through a follower's create or update (the
+    follower whose ``updated_at`` it moved)."""
+
+    company_id: str
+    follower_idx: str
+    from_spend: float | None
+    to_spend: float | None
+    at: int
+
+
+@dataclass(slots=True)
 class Topic:
     idx: str
     name: str

@@ -32,7 +32,9 @@ from feedback_sync.sandbox.records import (
     Idea,
     JsonScalar,
     Link,
+    SpendChange,
     Status,
+    StatusMove,
     Topic,
     User,
 )
@@ -210,6 +212,10 @@ class Store:
         # bumped on every announcement write: filtered-list caches key on it
         self.announcement_generation = 0
         self.anonymous_follower_idx: str | None = None
+        # what the history marts are checked against: every idea put into a status, every
+        # company spend changed, since the store was seeded (seeding records none)
+        self.status_moves: list[StatusMove] = []
+        self.spend_changes: list[SpendChange] = []
 
     def tables(self) -> dict[str, Table[Any]]:
         """Every listed resource, by the name the control interface and the dump use."""
@@ -277,8 +283,11 @@ class Store:
 
     # followers
 
-    def _apply_companies(self, follower: Follower, companies: list[dict[str, Any]]) -> None:
-        """Merges company entries into the shared companies and the follower's associations."""
+    def _apply_companies(
+        self, follower: Follower, companies: list[dict[str, Any]], at: int
+    ) -> None:
+        """Merges company entries into the shared companies and the follower's associations;
+        a spend that changes is recorded at ``at`` (the follower's new ``updated_at``)."""
         for entry in companies:
             company_id = str(entry["id"])
             extras = {
@@ -292,8 +301,12 @@ class Store:
                 company = Company(company_id, str(entry["name"]), None)
                 self.companies[company_id] = company
             company.name = str(entry["name"])
-            if entry.get("monthly_spend") is not None:
-                company.monthly_spend = entry["monthly_spend"]
+            spend = entry.get("monthly_spend")
+            if spend is not None and spend != company.monthly_spend:
+                self.spend_changes.append(
+                    SpendChange(company_id, follower.idx, company.monthly_spend, spend, at)
+                )
+                company.monthly_spend = spend
             company.attributes.update(extras)
             if company_id not in follower.company_ids:
                 follower.company_ids.append(company_id)
@@ -316,7 +329,7 @@ class Store:
             updated=now,
         )
         if data.companies:
-            self._apply_companies(follower, data.companies)
+            self._apply_companies(follower, data.companies, now)
         self.followers.add(follower)
         self.email_index[email_key] = idx
         return follower
@@ -335,9 +348,10 @@ class Store:
             follower.name = data.name
         if data.attributes is not None:
             follower.attributes.update(data.attributes)
+        now = self._stamp()
         if data.companies is not None:
-            self._apply_companies(follower, data.companies)
-        follower.updated = self._stamp()
+            self._apply_companies(follower, data.companies, now)
+        follower.updated = now
         return follower
 
     def _anonymous_follower(self) -> Follower:
@@ -586,6 +600,7 @@ class Store:
         idea = Idea(self.next_idx("ide"), 1000 + n, name, status_idx, [], 0, 0, now, now)
         self.ideas.add(idea)
         self.set_idea_topics(idea, topic_idxs)
+        self.status_moves.append(StatusMove(idea.idx, None, status_idx, now))
         return idea
 
     def set_idea_topics(self, idea: Idea, topic_idxs: list[str]) -> None:
@@ -601,9 +616,10 @@ class Store:
         idea = self.ideas.get("idea", idx)
         if name is not None:
             idea.name = name
-        if status_idx is not None:
-            idea.status_idx = status_idx
         idea.updated = self._stamp()
+        if status_idx is not None and status_idx != idea.status_idx:
+            self.status_moves.append(StatusMove(idx, idea.status_idx, status_idx, idea.updated))
+            idea.status_idx = status_idx
         return idea
 
     def delete_idea(self, idx: str) -> None:

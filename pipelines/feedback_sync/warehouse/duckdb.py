@@ -48,6 +48,7 @@ class DuckDb(SqlTarget):
     """One DuckDB file; dlt loads Parquet files into it."""
 
     builds_models: ClassVar[bool] = True
+    history_dialect: ClassVar[str | None] = "duckdb"
     reads_curated_files: ClassVar[bool] = True
     # parquet load files are 20-60x faster into DuckDB than insert statements
     loader_file_format: ClassVar[str | None] = "parquet"

@@ -23,6 +23,7 @@ class Postgres(SqlTarget):
     """A PostgreSQL database, loaded through ``COPY`` (binary) by the ADBC driver."""
 
     builds_models: ClassVar[bool] = True
+    history_dialect: ClassVar[str | None] = "postgres"
     # Parquet files, copied in by dlt's ADBC job: binary COPY keeps every value as sent (an
     # empty string stays one, NULL stays NULL: tests/postgres/test_sync_postgres.py), and
     # loads several times faster than insert statements (bench/RESULTS-warehouses.md).

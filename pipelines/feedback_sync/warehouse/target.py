@@ -166,6 +166,8 @@ class Target:
     table_format: ClassVar[Any] = None
     # the step a run spends on ``publish`` (its summary's name for it), None if it has none
     publish_step: ClassVar[str | None] = None
+    # the SQL the history step speaks here (``history.py``); None: no history is kept here
+    history_dialect: ClassVar[str | None] = None
 
     def loader_format(self, pipeline: Pipeline) -> str | None:
         """The load file format of this run (dlt's ``loader_file_format``): the class's,
@@ -359,6 +361,25 @@ class Target:
         """Removes (or marks, ``mode`` soft) rows of ``resources`` not seen in ``load_id``;
         counts per table."""
         raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
+
+    def record_history(
+        self,
+        pipeline: Pipeline,
+        entities: Sequence[str],
+        complete: Iterable[str],
+        run_at: datetime,
+        mode: str,
+    ) -> dict[str, Any]:
+        """Brings the history tables of ``entities`` up to the loaded state (``history.py``):
+        ``history.Recorded`` per history table. Only where ``history_dialect`` is set."""
+        if not entities:
+            return {}
+        from feedback_sync.warehouse import history
+
+        assert self.history_dialect is not None, "history.chosen keeps none here"
+        return history.record(
+            pipeline, self.history_dialect, entities, complete, run_at, soft=mode == "soft"
+        )
 
     def table_counts(self, pipeline: Pipeline) -> dict[str, int]:
         """Rows per data table (empty when nothing was loaded yet)."""

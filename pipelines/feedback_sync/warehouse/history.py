@@ -1,0 +1,425 @@
+"""Versioned history of the rows that change: ideas, companies and announcements.
+
+The loaded tables hold the service's current state, one live row per key. After each load
+this step compares that state with the newest version kept in a history table and keeps
+a version per change, as validity ranges (type 2 of the slowly changing dimensions):
+
+- ``ideas_history``: ``idea_idx``; ``name``, ``status_idx``, ``topic_idxs`` (a JSON array,
+  in the order the API listed them);
+- ``companies_history``: ``company_id``; every field the API sends of a company (``name``,
+  ``monthly_spend``, ``attributes`` with ``plan`` and the custom fields, any other), taken
+  from the copy under the most recently updated follower (a company is listed under each
+  of its followers);
+- ``announcements_history``: ``announcement_idx``; ``is_published``, ``published_at``.
+
+Each row is one version: those fields, ``valid_from``, ``valid_to`` (NULL while current)
+and ``is_current``. ``history_checks`` says in which month each history table was last compared
+with the service (``checked_month``). A version starts when a tracked field differs from the current
+version's (an ``updated_at`` bump alone, say a comment on an idea, makes none), at the
+``updated_at`` the row carried when it was read with the new value: the latest moment the
+change can have happened (the read before is the earliest). Where that ``updated_at`` is
+missing or not after the current version's start (a server that did not move it), the run's
+time is used instead, so ranges never overlap. Rows a full read no longer finds (deleted at
+the source) have their current version closed at the run's time; a normal run closes only
+what it read completely (``complete``), never a row it did not read.
+
+dlt's own ``scd2`` merge strategy starts every version at the load's time; a version here
+starts at the row's own ``updated_at``, so this step keeps the same shape (one row per
+version, valid from, valid to) with its own SQL, in one transaction per run, after dlt's
+load and the deletes. The step compares the whole current state each time, so it converges:
+a run killed before it (or in it: the transaction rolls back) leaves the next run to record
+the same versions, no duplicate, no gap. Fields that appear later (a new custom field of a
+company) become new columns of the history table.
+
+DuckDB (and the Parquet target's working DuckDB file) and PostgreSQL run it; Delta tables
+and other dlt destinations keep no history (``Target.history_dialect``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from feedback_sync.errors import ConfigError
+
+HISTORY_SETTINGS = {
+    "ideas": "history_ideas",
+    "companies": "history_companies",
+    "announcements": "history_announcements",
+}
+# on unless a setting says otherwise, where the warehouse keeps history
+ON_BY_DEFAULT = frozenset({"ideas", "companies"})
+# the validity columns every history table ends with
+VALIDITY = ("valid_from", "valid_to", "is_current")
+# a company's copy: the columns of followers__companies that are not the company's fields
+_COPY_COLUMNS = frozenset({"follower_idx", "id", "_dlt_list_idx"})
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One history table: what it keeps and where the current state is read."""
+
+    name: str  # the setting's name (``history_<name>``)
+    table: str  # the history table
+    key: str  # its key column
+    resource: str  # the resource whose complete read may close versions
+    reads: tuple[str, ...]  # the loaded tables its versions are read from (lineage)
+
+
+ENTITIES = {
+    "ideas": Entity("ideas", "ideas_history", "idea_idx", "ideas", ("ideas", "ideas__topics")),
+    "companies": Entity(
+        "companies",
+        "companies_history",
+        "company_id",
+        "followers",
+        ("followers__companies", "followers"),
+    ),
+    "announcements": Entity(
+        "announcements",
+        "announcements_history",
+        "announcement_idx",
+        "announcements",
+        ("announcements",),
+    ),
+}
+# a history table -> the loaded tables it is read from
+READS = {entity.table: entity.reads for entity in ENTITIES.values()}
+# the month (UTC) of the sync that last compared each history table with the service:
+# ``table_name``, ``checked_month``. A month, not a time: the models are rebuilt only when
+# what they read changed, and a time would change on every run; the spend-by-month mart
+# needs no more than which months have ended
+CHECKS_TABLE = "history_checks"
+HISTORY_TABLES = frozenset(entity.table for entity in ENTITIES.values()) | {CHECKS_TABLE}
+
+
+def chosen(choices: dict[str, bool | None], dialect: str | None, where: str) -> tuple[str, ...]:
+    """The entities whose history this run keeps: each setting's choice (None: on for
+    ideas and companies), on a warehouse that keeps history (``dialect``).
+
+    Raises:
+        ConfigError: a history setting is on where the warehouse (``where``) keeps none.
+    """
+    from feedback_sync.api.settings import describe
+
+    kept = []
+    for name, setting in HISTORY_SETTINGS.items():
+        choice = choices.get(name)
+        if dialect is None:
+            if choice:
+                raise ConfigError(
+                    f"{describe(setting)} is on, but {where} keeps no history (DuckDB, Parquet "
+                    "and PostgreSQL do); set it to false"
+                )
+            continue
+        if choice or (choice is None and name in ON_BY_DEFAULT):
+            kept.append(name)
+    return tuple(kept)
+
+
+@dataclass
+class Recorded:
+    """What one run's step did to one history table."""
+
+    opened: int = 0  # versions begun (a changed or new row)
+    closed: int = 0  # versions ended (by a change, or a row gone at the source)
+    rows: int = 0  # the table's versions afterwards
+
+
+Columns = dict[str, str]  # column -> its SQL type, as the warehouse names it
+
+
+class _Sql:
+    """The SQL of one warehouse: quoting, types, and the two spellings that differ."""
+
+    def __init__(self, client: Any, dialect: str) -> None:
+        self.client = client
+        self.dialect = dialect
+
+    def table(self, name: str) -> str:
+        return str(self.client.make_qualified_table_name(name))
+
+    def col(self, name: str) -> str:
+        return str(self.client.escape_column_name(name))
+
+    def columns(self, table: str) -> Columns:
+        rows = self.client.execute_sql(
+            "select column_name, data_type from information_schema.columns "
+            "where table_schema = %s and table_name = %s order by ordinal_position",
+            self.client.dataset_name,
+            table,
+        )
+        return {str(name): str(kind) for name, kind in rows or ()}
+
+    @property
+    def json_type(self) -> str:
+        return "JSON" if self.dialect == "duckdb" else "jsonb"
+
+    @property
+    def timestamp_type(self) -> str:
+        return (
+            "TIMESTAMP WITH TIME ZONE" if self.dialect == "duckdb" else "timestamp with time zone"
+        )
+
+    @property
+    def boolean_type(self) -> str:
+        return "BOOLEAN" if self.dialect == "duckdb" else "boolean"
+
+    def json_list(self, value: str, order: str) -> str:
+        """An aggregate: the group's ``value``s as a JSON array, in ``order``."""
+        if self.dialect == "duckdb":
+            return f"to_json(list({value} order by {order}))"
+        return f"jsonb_agg({value} order by {order})"
+
+    def empty_json_list(self) -> str:
+        return f"cast('[]' as {self.json_type})"
+
+    def typed_null(self, kind: str) -> str:
+        return f"cast(null as {kind})"
+
+
+@dataclass
+class _Current:
+    """The current state of one entity as a query: key, fields, ``stamp`` (the row's
+    ``updated_at``), and the fields' types."""
+
+    sql: str
+    fields: Columns
+    key_type: str
+
+
+def _ideas(sql: _Sql, soft: bool) -> _Current | None:
+    ideas = sql.columns("ideas")
+    if "idx" not in ideas:
+        return None
+    fields: Columns = {}
+    picks = []
+    for name in ("name", "status_idx"):
+        kind = ideas.get(name, "VARCHAR" if sql.dialect == "duckdb" else "text")
+        fields[name] = kind
+        picks.append(f"i.{sql.col(name)}" if name in ideas else sql.typed_null(kind))
+    topics = sql.columns("ideas__topics")
+    if {"idea_idx", "topic_idx"} <= set(topics):
+        agg = sql.json_list(sql.col("topic_idx"), sql.col("_dlt_list_idx"))
+        topic_join = (
+            f"left join (select {sql.col('idea_idx')} as idea_idx, {agg} as topic_idxs "
+            f"from {sql.table('ideas__topics')} group by {sql.col('idea_idx')}) t "
+            f"on t.idea_idx = i.{sql.col('idx')}"
+        )
+        topic_value = f"coalesce(t.topic_idxs, {sql.empty_json_list()})"
+    else:
+        topic_join, topic_value = "", sql.empty_json_list()
+    fields["topic_idxs"] = sql.json_type
+    stamp = (
+        f"i.{sql.col('updated_at')}"
+        if "updated_at" in ideas
+        else sql.typed_null(sql.timestamp_type)
+    )
+    where = f"i.{sql.col('idx')} is not null"
+    if soft and "_deleted_at" in ideas:
+        where += f" and i.{sql.col('_deleted_at')} is null"
+    query = (
+        f"select i.{sql.col('idx')} as {sql.col('idea_idx')}, "
+        + ", ".join(f"{pick} as {sql.col(name)}" for pick, name in zip(picks, fields, strict=False))
+        + f", {topic_value} as {sql.col('topic_idxs')}, {stamp} as stamp "
+        f"from {sql.table('ideas')} i {topic_join} where {where}"
+    )
+    return _Current(query, fields, ideas["idx"])
+
+
+def _companies(sql: _Sql, soft: bool) -> _Current | None:
+    copies = sql.columns("followers__companies")
+    followers = sql.columns("followers")
+    if not {"id", "follower_idx"} <= set(copies) or "idx" not in followers:
+        return None
+    fields = {
+        name: kind
+        for name, kind in copies.items()
+        if name not in _COPY_COLUMNS and not name.startswith("_dlt")
+    }
+    stamp = (
+        "f." + sql.col("updated_at")
+        if "updated_at" in followers
+        else sql.typed_null(sql.timestamp_type)
+    )
+    where = f"c.{sql.col('id')} is not null"
+    if soft and "_deleted_at" in followers:
+        where += f" and f.{sql.col('_deleted_at')} is null"
+    picked = ", ".join(f"c.{sql.col(name)} as {sql.col(name)}" for name in fields)
+    outer = ", ".join(sql.col(name) for name in fields)
+    # the copy under the follower updated last (then the highest follower idx: one copy)
+    query = (
+        f"select {sql.col('company_id')}, {outer}{', ' if outer else ''}stamp from ("
+        f"select c.{sql.col('id')} as {sql.col('company_id')}, {picked}{', ' if picked else ''}"
+        f"{stamp} as stamp, row_number() over (partition by c.{sql.col('id')} order by "
+        f"{stamp} desc nulls last, c.{sql.col('follower_idx')} desc) as copy_rank "
+        f"from {sql.table('followers__companies')} c join {sql.table('followers')} f "
+        f"on f.{sql.col('idx')} = c.{sql.col('follower_idx')} where {where}"
+        ") as copies where copy_rank = 1"
+    )
+    return _Current(query, fields, copies["id"])
+
+
+def _announcements(sql: _Sql, soft: bool) -> _Current | None:
+    posts = sql.columns("announcements")
+    if "idx" not in posts:
+        return None
+    wanted = {"is_published": sql.boolean_type, "published_at": sql.timestamp_type}
+    fields = {name: posts.get(name, kind) for name, kind in wanted.items()}
+    picks = [
+        f"a.{sql.col(name)}" if name in posts else sql.typed_null(kind)
+        for name, kind in fields.items()
+    ]
+    stamp = (
+        f"a.{sql.col('updated_at')}"
+        if "updated_at" in posts
+        else sql.typed_null(sql.timestamp_type)
+    )
+    where = f"a.{sql.col('idx')} is not null"
+    if soft and "_deleted_at" in posts:
+        where += f" and a.{sql.col('_deleted_at')} is null"
+    query = (
+        f"select a.{sql.col('idx')} as {sql.col('announcement_idx')}, "
+        + ", ".join(f"{pick} as {sql.col(name)}" for pick, name in zip(picks, fields, strict=False))
+        + f", {stamp} as stamp from {sql.table('announcements')} a where {where}"
+    )
+    return _Current(query, fields, posts["idx"])
+
+
+_CURRENT: dict[str, Callable[[_Sql, bool], _Current | None]] = {
+    "ideas": _ideas,
+    "companies": _companies,
+    "announcements": _announcements,
+}
+
+
+def record(
+    pipeline: Any,
+    dialect: str,
+    entities: Iterable[str],
+    complete: Iterable[str],
+    run_at: datetime,
+    soft: bool,
+) -> dict[str, Recorded]:
+    """Brings the history tables of ``entities`` up to the current state; what each did.
+
+    ``complete``: the resources read from start to end in the load just made (their rows
+    not found are gone at the source); ``run_at``: the run's time, for versions whose row
+    carries no usable ``updated_at`` and for rows gone.
+    """
+    done = set(complete)
+    recorded: dict[str, Recorded] = {}
+    with pipeline.sql_client() as client:
+        sql = _Sql(client, dialect)
+        with client.begin_transaction():
+            for name in entities:
+                entity = ENTITIES[name]
+                current = _CURRENT[name](sql, soft)
+                if current is None:
+                    continue  # nothing of it loaded yet
+                recorded[entity.table] = _record_one(
+                    sql, entity, current, entity.resource in done, run_at
+                )
+            if recorded:
+                _checked(sql, list(recorded), run_at)
+    return recorded
+
+
+def _checked(sql: _Sql, tables: list[str], run_at: datetime) -> None:
+    """Notes that ``tables`` were compared with the service in ``run_at``'s month."""
+    checks = sql.table(CHECKS_TABLE)
+    name, month = sql.col("table_name"), sql.col("checked_month")
+    text = "VARCHAR" if sql.dialect == "duckdb" else "text"
+    sql.client.execute_sql(
+        f"create table if not exists {checks} ({name} {text} not null, {month} date not null)"
+    )
+    first_day = run_at.astimezone(UTC).date().replace(day=1)
+    for table in tables:
+        # written only when the month moved on: an unchanged row keeps the models' inputs
+        # unchanged
+        sql.client.execute_sql(
+            f"delete from {checks} where {name} = %s and {month} <> %s", table, first_day
+        )
+        sql.client.execute_sql(
+            f"insert into {checks} ({name}, {month}) select %s, %s where not exists "
+            f"(select 1 from {checks} where {name} = %s)",
+            table,
+            first_day,
+            table,
+        )
+
+
+def _record_one(
+    sql: _Sql, entity: Entity, current: _Current, closes_gone: bool, run_at: datetime
+) -> Recorded:
+    history = sql.table(entity.table)
+    key = sql.col(entity.key)
+    existing = sql.columns(entity.table)
+    if not existing:
+        definitions = [f"{key} {current.key_type} not null"]
+        definitions += [f"{sql.col(n)} {kind}" for n, kind in current.fields.items()]
+        definitions += [
+            f"{sql.col('valid_from')} {sql.timestamp_type} not null",
+            f"{sql.col('valid_to')} {sql.timestamp_type}",
+            f"{sql.col('is_current')} {sql.boolean_type} not null",
+        ]
+        sql.client.execute_sql(f"create table {history} ({', '.join(definitions)})")
+        existing = {entity.key: current.key_type, **current.fields}
+    for name, kind in current.fields.items():
+        if name not in existing:  # a field the API sends now that it did not before
+            sql.client.execute_sql(f"alter table {history} add column {sql.col(name)} {kind}")
+    # fields the history has that the current state no longer sends read as NULL there
+    gone_fields = [
+        n for n in existing if n not in current.fields and n != entity.key and n not in VALIDITY
+    ]
+    fields = list(current.fields) + gone_fields
+    cur = current.sql
+    if gone_fields:
+        extra = ", ".join(f"{sql.typed_null(existing[n])} as {sql.col(n)}" for n in gone_fields)
+        cur = f"select c.*, {extra} from ({current.sql}) c"
+    before = _counts(sql, history)
+    differs = " or ".join(f"h.{sql.col(n)} is distinct from c.{sql.col(n)}" for n in fields)
+    valid_from, valid_to, is_current = (sql.col(n) for n in VALIDITY)
+    # a change: the current version ends where the new one begins (its row's updated_at,
+    # when that is after the version's start; else the run's time)
+    sql.client.execute_sql(
+        f"update {history} as h set {valid_to} = case when c.stamp > h.{valid_from} "
+        f"then c.stamp else greatest(%s, h.{valid_from}) end, {is_current} = false "
+        f"from ({cur}) as c where h.{key} = c.{key} and h.{is_current} and ({differs or 'false'})",
+        run_at,
+    )
+    if closes_gone:
+        sql.client.execute_sql(
+            f"update {history} set {valid_to} = greatest(%s, {valid_from}), {is_current} = false "
+            f"where {is_current} and {key} not in (select {key} from ({current.sql}) as c)",
+            run_at,
+        )
+    columns = ", ".join(sql.col(n) for n in fields)
+    picked = ", ".join(f"c.{sql.col(n)}" for n in fields)
+    # a new version (a changed row's, whose current version ended just above, or a new
+    # row's) starts at its updated_at unless an earlier version ends after that
+    sql.client.execute_sql(
+        f"insert into {history} ({key}, {columns}, {valid_from}, {valid_to}, {is_current}) "
+        f"select c.{key}, {picked}, case when e.last_edge is null then coalesce(c.stamp, %s) "
+        "when c.stamp >= e.last_edge then c.stamp else greatest(%s, e.last_edge) end, "
+        f"null, true from ({cur}) as c left join (select {key}, "
+        f"max(coalesce({valid_to}, {valid_from})) as last_edge, "
+        f"bool_or({is_current}) as has_current from {history} group by {key}) as e "
+        f"on e.{key} = c.{key} where e.has_current is not true",
+        run_at,
+        run_at,
+    )
+    after = _counts(sql, history)
+    opened = after[0] - before[0]
+    return Recorded(opened=opened, closed=before[1] + opened - after[1], rows=after[0])
+
+
+def _counts(sql: _Sql, history: str) -> tuple[int, int]:
+    """(versions, current versions) of a history table."""
+    is_current = sql.col("is_current")
+    rows = sql.client.execute_sql(
+        f"select count(*), count(*) filter (where {is_current}) from {history}"
+    )
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)

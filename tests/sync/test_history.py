@@ -1,0 +1,253 @@
+"""Versioned history (warehouse/history.py): versions follow what the sandbox recorded.
+
+The expected versions are computed here from the sandbox's own record of the moves and
+spend changes (``/_sandbox/dump``: ``status_moves``, ``spend_changes``) and its dumps at
+each sync, never from the warehouse's SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+from itertools import pairwise
+from typing import Any
+
+import httpx
+import pytest
+from feedback_sync.errors import ConfigError
+from feedback_sync.sandbox.timefmt import to_datetime
+
+from tests.sync.harness import Harness, ts
+
+Version = tuple[Any, ...]
+
+
+def versions(
+    h: Harness, table: str, fields: str, destination: str | None = None
+) -> dict[str, list[Version]]:
+    """Each key's versions, oldest first: (fields..., valid_from, valid_to, is_current)."""
+    key = {"ideas_history": "idea_idx", "companies_history": "company_id"}.get(
+        table, "announcement_idx"
+    )
+    found: dict[str, list[Version]] = defaultdict(list)
+    for con in h.connect(destination):
+        rows = con.execute(
+            f"select {key}, {fields}, valid_from, valid_to, is_current "
+            f'from feedback."{table}" order by {key}, valid_from, valid_to nulls last'
+        ).fetchall()
+        for row in rows:
+            found[row[0]].append(tuple(row[1:]))
+    return dict(found)
+
+
+def assert_well_formed(history: dict[str, list[Version]]) -> None:
+    """Per key: ranges in order, each ending where the next begins (or before it, after a
+    delete), never overlapping; only the last may be current, and it is open-ended."""
+    for key, rows in history.items():
+        for earlier, later in pairwise(rows):
+            assert earlier[-1] is False and earlier[-2] is not None, (key, rows)
+            assert earlier[-3] <= earlier[-2] <= later[-3], (key, rows)
+        last = rows[-1]
+        assert (last[-1] is True) == (last[-2] is None), (key, rows)
+
+
+def move(h: Harness, idea_idx: str, status_idx: str) -> datetime:
+    answer = h.control.post(f"/ideas/{idea_idx}/status", json={"status_idx": status_idx})
+    assert answer.status_code == 200, answer.text
+    return datetime.fromisoformat(answer.json()["updated_at"]).astimezone(UTC)
+
+
+def api(h: Harness, method: str, path: str, **body: Any) -> httpx.Response:
+    """One API call with the sandbox's key."""
+    with httpx.Client(base_url=h.server.base_url, timeout=30) as client:
+        return client.request(
+            method, path, json=body, headers={"Authorization": f"Bearer {h.server.api_key}"}
+        )
+
+
+def follower(h: Harness) -> str:
+    return str(h.dump()["followers"][0]["idx"])
+
+
+def test_idea_versions_follow_the_recorded_moves(harness: Harness) -> None:
+    h = harness
+    h.sync(full=True, models=False)
+    first = h.dump()
+    statuses = [s["idx"] for s in first["statuses"]]
+    ideas = {i["idx"]: i for i in first["ideas"]}
+    history = versions(h, "ideas_history", "status_idx, name, topic_idxs")
+    # one version per idea, from the updated_at it was first read with
+    assert set(history) == set(ideas)
+    for idx, idea in ideas.items():
+        (only,) = history[idx]
+        assert only[:2] == (idea["status_idx"], idea["name"])
+        assert json.loads(only[2]) == idea["topic_idxs"]
+        assert only[3] == ts(idea["updated_at"]) and only[4:] == (None, True)
+
+    a, b, c = sorted(ideas)[:3]
+    move(h, a, next(s for s in statuses if s != ideas[a]["status_idx"]))
+    # b moves twice between two syncs: the history sees the second move only
+    for status in [s for s in statuses if s != ideas[b]["status_idx"]][:2]:
+        move(h, b, status)
+    # a comment bumps c's updated_at and its count: no new version
+    commented = api(h, "post", "/comments", idea_idx=c, author_idx=follower(h), message="hi")
+    assert commented.status_code == 200, commented.text
+    h.sync(models=False)
+    second = h.dump()
+    moves = second["status_moves"]
+    history = versions(h, "ideas_history", "status_idx, name, topic_idxs")
+    assert_well_formed(history)
+    # the record, per idea: the last move before the sync is the version the sync saw
+    last_move: dict[str, dict[str, Any]] = {}
+    for m in moves:
+        last_move[m["idea_idx"]] = m
+    for idx in (a, b):
+        seen = last_move[idx]
+        before, now = history[idx]
+        assert before[0] == ideas[idx]["status_idx"] and before[4] == to_datetime(seen["at"])
+        assert now[0] == seen["to_status_idx"] and now[3] == to_datetime(seen["at"])
+        assert now[4:] == (None, True)
+    # c has a new updated_at and no new version
+    now_ideas = {i["idx"]: i for i in second["ideas"]}
+    assert now_ideas[c]["updated_at"] != ideas[c]["updated_at"]
+    assert len(history[c]) == 1, history[c]
+    # nothing else moved, so nothing else has a second version
+    assert {idx for idx, rows in history.items() if len(rows) > 1} == set(last_move)
+
+
+def company_copies(dump: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each company's followers in a dump."""
+    holders: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for f in dump["followers"]:
+        for company in f.get("companies") or ():
+            holders[company["id"]].append(f)
+    return holders
+
+
+def test_company_versions_follow_the_recorded_spend_changes(harness: Harness) -> None:
+    h = harness
+    h.sync(full=True, models=False)
+    first = h.dump()
+    holders = company_copies(first)
+    spend = {c["id"]: c["monthly_spend"] for c in first["companies"]}
+    history = versions(h, "companies_history", "monthly_spend, name")
+    # one history per company, however many followers list it, from the copy under the
+    # follower updated last
+    assert set(history) == set(holders)
+    for company_id, followers in holders.items():
+        (only,) = history[company_id]
+        assert only[0] == spend[company_id]
+        assert only[2] == max(ts(f["updated_at"]) for f in followers)
+
+    shared = next(cid for cid, fs in sorted(holders.items()) if len(fs) >= 2)
+    name = next(c["name"] for c in first["companies"] if c["id"] == shared)
+    changed_by = holders[shared][0]["idx"]
+    answer = api(
+        h,
+        "post",
+        f"/followers/{changed_by}",
+        companies=[{"id": shared, "name": name, "monthly_spend": 123.45}],
+    )
+    assert answer.status_code == 200, answer.text
+    # a normal run reads new followers only: it does not see the change, and closes nothing
+    h.sync(models=False)
+    assert versions(h, "companies_history", "monthly_spend, name") == history
+    h.sync(full=True, models=False)
+    second = h.dump()
+    (change,) = [c for c in second["spend_changes"] if c["company_id"] == shared]
+    assert (change["from_spend"], change["to_spend"]) == (spend[shared], 123.45)
+    now = versions(h, "companies_history", "monthly_spend, name")
+    assert_well_formed(now)
+    before, after = now[shared]
+    # the follower whose update changed it is the one updated last: its updated_at is the
+    # change's moment, as the sandbox recorded it
+    assert after[:2] == (123.45, name) and after[2] == to_datetime(change["at"])
+    assert before[3] == after[2]
+    assert {cid for cid, rows in now.items() if len(rows) > 1} == {shared}
+
+
+def test_deletes_close_versions_only_when_read_completely(harness: Harness) -> None:
+    h = harness
+    # a company only one follower lists
+    made = api(
+        h,
+        "post",
+        "/followers",
+        name="Solo Buyer",
+        email="solo@buyer.test",
+        companies=[{"id": "acct-solo", "name": "Solo Co", "monthly_spend": 50.5}],
+    )
+    assert made.status_code == 200, made.text
+    only_one = "acct-solo"
+    h.sync(full=True, models=False)
+    assert api(h, "delete", f"/followers/{made.json()['data']['idx']}").status_code == 200
+    deleted = h.mutate(4, {"ideas": {"delete": 1}})
+    (gone_idea,) = deleted["ideas"]["deleted"]
+    started = datetime.now(UTC)
+    h.sync(models=False)
+    ended = datetime.now(UTC)
+    ideas = versions(h, "ideas_history", "status_idx")
+    # ideas are read whole on every run: a deleted one's version ends at the run's time
+    (closed,) = ideas[gone_idea]
+    assert closed[-1] is False and started <= closed[-2] <= ended
+    # followers are not: the company of a deleted follower stays current until a full run
+    assert versions(h, "companies_history", "monthly_spend")[only_one][-1][-1] is True
+    h.sync(full=True, models=False)
+    companies = versions(h, "companies_history", "monthly_spend")
+    assert companies[only_one][-1][-1] is False
+    assert_well_formed(companies)
+    assert_well_formed(ideas)
+
+
+def test_history_settings_and_warehouses_without_history(harness: Harness) -> None:
+    h = harness
+    h.sync(full=True, models=False, history_ideas=False, history_announcements=True)
+    for con in h.connect():
+        tables = {
+            row[0]
+            for row in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'feedback'"
+            ).fetchall()
+        }
+    assert {"companies_history", "announcements_history"} <= tables
+    assert "ideas_history" not in tables
+    posts = versions(h, "announcements_history", "is_published, published_at")
+    assert len(posts) == len(h.dump()["announcements"])
+    # Delta keeps no history: not by default, and a setting asking for it is refused
+    with pytest.raises(ConfigError, match=r"HISTORY_IDEAS .* Delta .* keeps no history"):
+        h.sync(full=True, destination="delta", models=False, history_ideas=True)
+    with pytest.raises(
+        ConfigError,
+        match=r"HISTORY_COMPANIES \(history_companies in \[sources.feedback\]\) must be true",
+    ):
+        h.settings(history_companies="sometimes")
+
+
+def test_the_history_tables_have_the_columns_the_models_declare(harness: Harness) -> None:
+    from feedback_sync.models.project import load_project
+    from feedback_sync.warehouse.history import HISTORY_TABLES
+
+    harness.sync(full=True, models=False, history_announcements=True)
+    declared = {t: c for t, c in load_project().sources.items() if t in HISTORY_TABLES}
+    kinds = {
+        "VARCHAR": "varchar",
+        "DOUBLE": "double",
+        "BOOLEAN": "boolean",
+        "JSON": "json",
+        "TIMESTAMP WITH TIME ZONE": "timestamptz",
+        "DATE": "date",
+    }
+    for con in harness.connect():
+        for table, columns in declared.items():
+            landed = con.execute(
+                "select column_name, data_type from information_schema.columns "
+                "where table_schema = 'feedback' and table_name = ? order by ordinal_position",
+                [table],
+            ).fetchall()
+            found = {name: kinds[kind] for name, kind in landed}
+            # a JSON field copied from a loaded table is text there, as dlt stores JSON
+            found |= {
+                n: "json" for n, k in found.items() if k == "varchar" and columns[n] == "json"
+            }
+            assert found == columns, table
