@@ -1,7 +1,7 @@
 """SIGKILL campaign: a real ``feedback-sync`` process killed in every stage, then run again.
 
 Each round aims at the stage with the fewest kills so far: ``extract``, ``normalize``,
-``load``, ``reconcile`` (a ``--full`` run), ``models`` (syncs), or ``push``
+``load``, ``reconcile`` (a ``--full`` run), ``history``, ``models`` (syncs), or ``push``
 (``push --apply``). The process runs
 with its output on a pipe; when the line that opens the aimed stage appears, the runner
 waits a seeded random moment inside the stage and sends SIGKILL. The stage a kill hit is
@@ -9,7 +9,9 @@ the last stage line the process printed before it died (a kill can land later th
 a process that finished first is not counted as a kill.
 
 After every kill the same command runs again and must exit 0. Then, for a sync, no key of
-the server's data may be missing from the warehouse and no key may be there twice; for a
+the server's data may be missing from the warehouse and no key may be there twice, and every
+current idea and company must have its current history version, no versions overlapping
+(``matrix.history_problems``); for a
 push, a preview must plan nothing (no write lost), no object may exist twice at the server,
 and the server's log must show no write applied twice. Between rounds the server gets
 seeded creates, and each push round a new value per account. At the end a ``--full`` sync
@@ -35,11 +37,11 @@ from feedback_sync.push.settings import PushSettings
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 
-from reliability.matrix import keys_twice, push_aftermath
+from reliability.matrix import history_problems, keys_twice, push_aftermath
 from tests.push.helpers import BOT, accounts, write_csv
 from tests.sync.harness import COLUMNS, Harness, expected_rows
 
-STAGES = ("extract", "normalize", "load", "reconcile", "models", "push")
+STAGES = ("extract", "normalize", "load", "reconcile", "history", "models", "push")
 # what a sync prints when it finishes the deletes a killed run owed (feedback_sync/app/sync.py)
 RESUMED = "sync: finishing what the previous run left after its load"
 # the line each stage opens with (feedback_sync/app/sync.py, feedback_sync/push/run.py)
@@ -49,6 +51,7 @@ MARKERS = (
     ("sync: normalizing ...", "normalize"),
     ("sync: loading ...", "load"),
     ("sync: removing rows", "reconcile"),
+    ("sync: recording history", "history"),
     ("sync: building the SQL models", "models"),
     ("push: sending", "push"),
 )
@@ -228,7 +231,12 @@ def run_campaign(
                 else:
                     harness.mutate(
                         seed=seed * 1000 + number,
-                        counts={"followers": {"create": 3}, "comments": {"create": 4}},
+                        # and moves: the history has versions to record
+                        counts={
+                            "followers": {"create": 3, "update": 2},
+                            "comments": {"create": 4},
+                            "ideas": {"update": 2},
+                        },
                     )
                     full = aimed == "reconcile" or number % 4 == 0
                     command = [*sync, "--full"] if full else sync
@@ -266,6 +274,9 @@ def run_campaign(
                     missing = sum((truth[table] - landed).values())
                     extra = sum((landed - truth[table]).values())
                     problems.append(f"{table}: {missing} missing, {extra} unexpected")
+            gaps, twice = history_problems(harness)
+            if gaps or twice:
+                problems.append(f"history: {gaps} rows without their version, {twice} twice")
             campaign.final_equal = not problems
             campaign.final_problems = "; ".join(problems)
         finally:
@@ -304,6 +315,9 @@ def _check_keys(harness: Harness, round_: Round) -> None:
             landed = {r[0] for r in con.execute(f"select idx from feedback.{table}").fetchall()}
             round_.lost += len(keys - landed)
     round_.duplicates += keys_twice(harness)
+    gaps, twice = history_problems(harness)
+    round_.lost += gaps
+    round_.duplicates += twice
 
 
 def _check_push(harness: Harness, round_: Round, workdir: Path) -> None:

@@ -197,6 +197,9 @@ def compare(harness: Harness, cell: Cell) -> None:
         cell.rows_lost += sum((expected - actual).values())
         cell.rows_unexpected += sum((actual - expected).values())
     cell.duplicates = keys_twice(harness)
+    history_lost, history_twice = history_problems(harness)
+    cell.rows_lost += history_lost
+    cell.duplicates += history_twice
     problems = cell.rows_lost or cell.rows_unexpected or cell.duplicates
     cell.outcome = "equal" if not problems else "differs from the ground truth"
 
@@ -220,6 +223,72 @@ def keys_twice(harness: Harness) -> int:
                 continue
             twice += int(row[0]) if row else 0
     return twice
+
+
+# history table -> its key column
+HISTORY_KEYS = {"ideas_history": "idea_idx", "companies_history": "company_id"}
+
+
+def history_problems(harness: Harness) -> tuple[int, int]:
+    """``(gaps, twice)`` in the history tables: a current row whose current version is
+    missing or says otherwise (its status and name; a company's spend and name from its most
+    recently updated follower's copy, computed here), and versions of one key that overlap
+    or are current twice. Zeros where the warehouse keeps no history."""
+    gaps = twice = 0
+    for con in harness.connect():
+        tables = {
+            r[0]
+            for r in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'feedback'"
+            ).fetchall()
+        }
+        for table, key in HISTORY_KEYS.items():
+            if table not in tables:
+                continue
+            rows = con.execute(
+                f'select {key}, valid_from, valid_to, is_current from feedback."{table}" '
+                f"order by {key}, valid_from, valid_to nulls last"
+            ).fetchall()
+            last: dict[str, Any] = {}
+            for k, valid_from, valid_to, is_current in rows:
+                before = last.get(k)
+                if before is not None and (before[1] is None or before[1] > valid_from):
+                    twice += 1  # overlaps the version before, or a second current one
+                if is_current != (valid_to is None):
+                    twice += 1
+                last[k] = (valid_from, valid_to)
+        if "ideas_history" in tables:
+            ideas = {
+                r[0]: (r[1], r[2])
+                for r in con.execute("select idx, status_idx, name from feedback.ideas").fetchall()
+            }
+            current = {
+                r[0]: (r[1], r[2])
+                for r in con.execute(
+                    "select idea_idx, status_idx, name from feedback.ideas_history where is_current"
+                ).fetchall()
+            }
+            gaps += sum(1 for idx, row in ideas.items() if current.get(idx) != row)
+        if "companies_history" in tables:
+            stamps = dict(con.execute("select idx, updated_at from feedback.followers").fetchall())
+            newest: dict[str, tuple[Any, ...]] = {}
+            for follower, company, spend, name in con.execute(
+                "select follower_idx, id, monthly_spend, name from feedback.followers__companies"
+            ).fetchall():
+                if follower not in stamps or company is None:
+                    continue
+                rank = (stamps[follower], follower)
+                if company not in newest or rank > newest[company][0]:
+                    newest[company] = (rank, spend, name)
+            current = {
+                r[0]: (r[1], r[2])
+                for r in con.execute(
+                    "select company_id, monthly_spend, name from feedback.companies_history "
+                    "where is_current"
+                ).fetchall()
+            }
+            gaps += sum(1 for c, (_, *row) in newest.items() if current.get(c) != tuple(row))
+    return gaps, twice
 
 
 def push_cell(kind: str, rate: float, seed: int, workdir: Path) -> Cell:

@@ -11,12 +11,17 @@ from reliability.kills import run_campaign
 
 
 @pytest.mark.slow
-def test_a_sync_into_postgres_killed_in_load_reconcile_and_models_recovers(
+def test_a_sync_into_postgres_killed_in_load_reconcile_history_and_models_recovers(
     tmp_path: Path, postgres_dsn: str
 ) -> None:
-    stages = ("load", "reconcile", "models")
+    stages = ("load", "reconcile", "history", "models")
     campaign = run_campaign(
-        3, seed=11, scale="tiny", workdir=tmp_path, postgres_dsn=postgres_dsn, stages=stages
+        len(stages),
+        seed=11,
+        scale="tiny",
+        workdir=tmp_path,
+        postgres_dsn=postgres_dsn,
+        stages=stages,
     )
     assert campaign.distribution() == dict.fromkeys(stages, 1), campaign.rounds
     for round_ in campaign.rounds:

@@ -11,9 +11,9 @@ from reliability.kills import STAGES, run_campaign
 
 @pytest.mark.slow
 def test_a_run_killed_in_each_stage_is_recovered_by_the_next(tmp_path: Path) -> None:
-    """SIGKILL in extract, normalize, load, reconcile, models and push, one each (the
+    """SIGKILL in extract, normalize, load, reconcile, history, models and push, one each (the
     whole campaign: ./run reliability); the same command again recovers every time."""
-    campaign = run_campaign(6, seed=5, scale="tiny", workdir=tmp_path)
+    campaign = run_campaign(len(STAGES), seed=5, scale="tiny", workdir=tmp_path)
     assert campaign.distribution() == dict.fromkeys(STAGES, 1), campaign.rounds
     for round_ in campaign.rounds:
         assert round_.ok, round_

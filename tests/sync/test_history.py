@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
+import duckdb
 import httpx
 import pytest
 from feedback_sync.errors import ConfigError
@@ -70,8 +71,25 @@ def follower(h: Harness) -> str:
     return str(h.dump()["followers"][0]["idx"])
 
 
-def test_idea_versions_follow_the_recorded_moves(harness: Harness) -> None:
-    h = harness
+@pytest.fixture(params=["duckdb", "parquet", pytest.param("postgres", marks=pytest.mark.slow)])
+def on(
+    harness: Harness, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Harness:
+    """The harness syncing into each warehouse that keeps history."""
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("postgres_dsn")
+        monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", dsn)
+    harness.destination = request.param
+    return harness
+
+
+def topics(value: Any) -> Any:
+    """A JSON column as read: text from DuckDB, parsed already from PostgreSQL."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def test_idea_versions_follow_the_recorded_moves(on: Harness) -> None:
+    h = on
     h.sync(full=True, models=False)
     first = h.dump()
     statuses = [s["idx"] for s in first["statuses"]]
@@ -82,7 +100,7 @@ def test_idea_versions_follow_the_recorded_moves(harness: Harness) -> None:
     for idx, idea in ideas.items():
         (only,) = history[idx]
         assert only[:2] == (idea["status_idx"], idea["name"])
-        assert json.loads(only[2]) == idea["topic_idxs"]
+        assert topics(only[2]) == idea["topic_idxs"]
         assert only[3] == ts(idea["updated_at"]) and only[4:] == (None, True)
 
     a, b, c = sorted(ideas)[:3]
@@ -114,6 +132,15 @@ def test_idea_versions_follow_the_recorded_moves(harness: Harness) -> None:
     assert len(history[c]) == 1, history[c]
     # nothing else moved, so nothing else has a second version
     assert {idx for idx, rows in history.items() if len(rows) > 1} == set(last_move)
+    if h.destination == "parquet":  # the exported file holds the same versions
+        file = h.tmp / "parquet" / "ideas_history.parquet"
+        exported = duckdb.sql(
+            f"select idea_idx, status_idx, valid_from, valid_to, is_current "
+            f"from read_parquet('{file}') order by all"
+        ).fetchall()
+        assert exported == sorted(
+            (idx, *row[:1], *row[3:]) for idx, rows in history.items() for row in rows
+        )
 
 
 def company_copies(dump: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -125,8 +152,8 @@ def company_copies(dump: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return holders
 
 
-def test_company_versions_follow_the_recorded_spend_changes(harness: Harness) -> None:
-    h = harness
+def test_company_versions_follow_the_recorded_spend_changes(on: Harness) -> None:
+    h = on
     h.sync(full=True, models=False)
     first = h.dump()
     holders = company_copies(first)
