@@ -98,6 +98,19 @@ NORMAL = "normal sync after 1% change"
 # DuckDB load's buffer (a diagnostic, not a target)
 CAPPED_LIMIT = "64MB"
 NORMAL_CAPPED = f"normal sync after 1% change, DuckDB capped at {CAPPED_LIMIT}"
+# what keeping history costs (issue 37): the full sync with every history off, alternated
+# with the one with its defaults (ideas and companies on) in each trial; and the same 1%
+# change synced from copies of the warehouse as it was before it, history on and off in turn
+FULL_NO_HISTORY = "full sync -> DuckDB, history off"
+NORMAL_HISTORY = "normal sync after 1% change, from a copy: history on"
+NORMAL_NO_HISTORY = "normal sync after 1% change, from a copy: history off"
+HISTORY_OFF = {
+    "SOURCES__FEEDBACK__HISTORY_IDEAS": "false",
+    "SOURCES__FEEDBACK__HISTORY_COMPANIES": "false",
+    "SOURCES__FEEDBACK__HISTORY_ANNOUNCEMENTS": "false",
+}
+HISTORY_FULL_LIMIT = 1.1
+HISTORY_NORMAL_LIMIT = 1.2
 
 # targets: (label, run measured, run compared with, limit, kind)
 FULL_VS_RAW = 1.5
@@ -220,6 +233,12 @@ class Bench:
 
         run, entries = self._sync(sandbox, latency, FULL_DUCKDB, folder)
         keep(run)
+        if latency == 0:
+            off = here / "duckdb-no-history"
+            shutil.rmtree(off, ignore_errors=True)
+            off.mkdir()
+            keep(self._sync(sandbox, latency, FULL_NO_HISTORY, off, env=HISTORY_OFF)[0])
+            shutil.rmtree(off, ignore_errors=True)
         urls = here / "urls.txt"
         urls.write_text(
             "\n".join(e["path"] + ("?" + e["query"] if e["query"] else "") for e in entries) + "\n"
@@ -327,11 +346,29 @@ class Bench:
         self.say(f"    changed {CHANGE:.0%} at the sandbox: {_changes(changed)}")
         self._done(self._sync(sandbox, latency, NORMAL, here / "duckdb")[0])
         if latency == 0:
+            self._history_pairs(sandbox, here, trials)
             cap = {"FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT": CAPPED_LIMIT}
             capped = self._sync(
                 sandbox, latency, NORMAL_CAPPED, here / "duckdb-before-change", env=cap
             )
             self._done(capped[0])
+
+    def _history_pairs(self, sandbox: Sandbox, here: Path, trials: int) -> None:
+        """The 1% change synced from fresh copies of the warehouse before it, history on and
+        off in turn, ``trials`` times (at least 3: a normal run takes seconds); each row
+        the median of its trials."""
+        by_name: dict[str, list[Run]] = {}
+        for _ in range(max(trials, 3)):
+            for name, env in ((NORMAL_HISTORY, {}), (NORMAL_NO_HISTORY, HISTORY_OFF)):
+                copy = here / "duckdb-history-pair"
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(here / "duckdb-before-change", copy)
+                run = self._sync(sandbox, 0, name, copy, env=env)[0]
+                self._report(run)
+                by_name.setdefault(name, []).append(run)
+        shutil.rmtree(here / "duckdb-history-pair", ignore_errors=True)
+        for runs in by_name.values():
+            self.runs.append(median_run(runs))
 
 
 def median_run(runs: list[Run]) -> Run:
@@ -415,37 +452,62 @@ def _ratio(
     return Target(label, ratio, f"{sign} {limit}", met, shown + detail)
 
 
+def _versions_added(run: Run) -> str:
+    """Beside a history ratio: the versions the run with history added (its summary's
+    ``loaded`` of the history tables)."""
+    tables = run.tables or {}
+    added = {t: n for t, n in tables.items() if t.endswith("_history")}
+    if not added:
+        return ""
+    return "; versions added: " + ", ".join(f"{t} {n:,}" for t, n in sorted(added.items()))
+
+
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
     return {name: n for name, n in counts.items() if n}
 
 
+def _history_table(name: str) -> bool:
+    return name.endswith("_history") or name == "history_checks"
+
+
 def same_work(peer: Run, sync: Run) -> str:
     """Beside a peer's ratio: whether the two runs did the same work (the same requests per
-    endpoint, the same rows per table), and where not, how they differ."""
+    endpoint, the same rows per table), and where not, how they differ. The sync's history
+    tables (issue 37) are work the peer does not do: left out of the comparison, and named."""
     requests = f"requests {peer.requests:,} / {sync.requests:,}"
-    rows = f"rows {peer.rows or 0:,} / {sync.rows or 0:,}"
     if None in (peer.endpoints, sync.endpoints, peer.tables, sync.tables):
+        rows = f"rows {peer.rows or 0:,} / {sync.rows or 0:,}"
         return f"; {requests}, {rows} (per endpoint and table not recorded)"
     assert peer.endpoints is not None and sync.endpoints is not None
     assert peer.tables is not None and sync.tables is not None
+    tables = {t: n for t, n in sync.tables.items() if not _history_table(t)}
+    extra = {t: n for t, n in sync.tables.items() if _history_table(t) and n}
+    also = (
+        "; the sync also kept history ("
+        + ", ".join(f"{t} {n:,}" for t, n in sorted(extra.items()))
+        + " versions)"
+        if extra
+        else ""
+    )
+    rows = f"rows {peer.rows or 0:,} / {sum(tables.values()):,}"
     # a table or endpoint with nothing in it is the same as one not there
     if _nonzero(peer.endpoints) == _nonzero(sync.endpoints) and _nonzero(peer.tables) == _nonzero(
-        sync.tables
+        tables
     ):
         return (
-            f"; the same work: {sync.requests:,} requests, {sync.rows or 0:,} rows in "
-            f"{len(_nonzero(sync.tables))} tables"
+            f"; the same work: {sync.requests:,} requests, {sum(tables.values()):,} rows in "
+            f"{len(_nonzero(tables))} tables{also}"
         )
     differ = [
         f"{name} {peer.endpoints.get(name, 0):,} / {sync.endpoints.get(name, 0):,}"
         for name in sorted(set(peer.endpoints) | set(sync.endpoints))
         if peer.endpoints.get(name, 0) != sync.endpoints.get(name, 0)
     ] + [
-        f"{name} {peer.tables.get(name, 0):,} / {sync.tables.get(name, 0):,} rows"
-        for name in sorted(set(peer.tables) | set(sync.tables))
-        if peer.tables.get(name, 0) != sync.tables.get(name, 0)
+        f"{name} {peer.tables.get(name, 0):,} / {tables.get(name, 0):,} rows"
+        for name in sorted(set(peer.tables) | set(tables))
+        if peer.tables.get(name, 0) != tables.get(name, 0)
     ]
-    return f"; **different work**: {requests}, {rows}; {', '.join(differ)}"
+    return f"; **different work**: {requests}, {rows}; {', '.join(differ)}{also}"
 
 
 def targets(runs: list[Run], scales: list[str]) -> list[Target]:
@@ -482,6 +544,19 @@ def targets(runs: list[Run], scales: list[str]) -> list[Target]:
             label = f"peer_pq / full sync (DuckDB), {where}"
             work = same_work(peer_pq, full)
             out.append(_ratio(label, peer_pq, full, PEER_PQ_FACTOR, False, work))
+        off = _find(runs, scale, latency, FULL_NO_HISTORY)
+        if full and off:
+            label = f"full sync history on / off, {where}"
+            out.append(_ratio(label, full, off, HISTORY_FULL_LIMIT, True, _versions_added(full)))
+        on_copy = _find(runs, scale, latency, NORMAL_HISTORY)
+        off_copy = _find(runs, scale, latency, NORMAL_NO_HISTORY)
+        if on_copy and off_copy:
+            label = f"normal sync after 1% history on / off, {where}"
+            out.append(
+                _ratio(
+                    label, on_copy, off_copy, HISTORY_NORMAL_LIMIT, True, _versions_added(on_copy)
+                )
+            )
         if full and normal:
             label = f"normal sync after 1% / full sync, {where}"
             requests = f"; requests {normal.requests:,} / {full.requests:,}"

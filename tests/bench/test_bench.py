@@ -36,6 +36,7 @@ STARTUP = (
 )
 RUNS = (
     "full sync -> DuckDB",
+    "full sync -> DuckDB, history off",
     "raw fetch (floor)",
     "full sync -> Parquet",
     "peer: dlt rest_api -> DuckDB",
@@ -43,9 +44,13 @@ RUNS = (
     "SQL models (feedback-sync models)",
     "normal sync, nothing changed",
     "normal sync after 1% change",
+    "normal sync after 1% change, from a copy: history on",
+    "normal sync after 1% change, from a copy: history off",
     "normal sync after 1% change, DuckDB capped at 64MB",
 )
-COMPARED = set(RUNS[:5])
+COMPARED = set(RUNS[:6])
+# the history pairs: at least 3 trials each
+PAIRS = {RUNS[9], RUNS[10]}
 
 
 @pytest.mark.slow
@@ -96,11 +101,14 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
         assert landed == "-" if cells[2].startswith("raw") else int(landed.replace(",", "")) > 0
         # the compared runs are the median of their two trials, with both times
         steps, is_sync = cells[10], cells[2].startswith(("full", "normal"))
-        if cells[2] in COMPARED:
+        if cells[2] in COMPARED | PAIRS:
+            trials = 3 if cells[2] in PAIRS else 2
             every, _, steps = steps.partition("; this one: ")
-            assert every.startswith("median of 2: ")
-            times = sorted(float(t) for t in every.removeprefix("median of 2: ").split(", "))
-            assert float(wall) == times[0]  # the lower of the middle two
+            assert every.startswith(f"median of {trials}: ")
+            times = sorted(
+                float(t) for t in every.removeprefix(f"median of {trials}: ").split(", ")
+            )
+            assert float(wall) == times[(trials - 1) // 2]  # the middle, or the lower of two
             if not is_sync:
                 assert every == cells[10] and steps == ""
                 continue
@@ -117,6 +125,12 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     capped = by_name[("0 ms", "normal sync after 1% change, DuckDB capped at 64MB")]
     assert capped == by_name[("0 ms", "normal sync after 1% change")]
     assert "| full sync (DuckDB) / raw fetch, tiny, +0 ms |" in text
+    # history on and off: the same requests, and the ratios against their limits
+    for name in PAIRS:
+        assert by_name[("0 ms", name)] == by_name[("0 ms", "normal sync after 1% change")]
+    assert by_name[("0 ms", RUNS[1])] == by_name[("0 ms", RUNS[0])]
+    assert "| full sync history on / off, tiny, +0 ms |" in text
+    assert "| normal sync after 1% history on / off, tiny, +0 ms |" in text
     # the peers did the sync's work: the same requests per endpoint, the same rows per table
     for peer in ("peer", "peer_pq"):
         (line,) = [
