@@ -118,6 +118,20 @@ def test_the_flow_lands_what_the_cli_lands_and_reports_what_each_run_touched(
     assert f"{warehouse}/feedback/ideas" in reads
     assert f"{warehouse}/feedback/followers__companies" in reads
     assert engagement["payload"]["checks"][0]["status"] == "passed"
+    # the history: made from the loaded tables by the sync's history step, and its marts
+    ideas_history = by_key[f"{warehouse}/feedback/ideas_history"]
+    assert ideas_history["payload"]["versions_begun"] == returned["table_rows"]["ideas"]
+    assert {
+        r["prefect.resource.id"]
+        for r in ideas_history["related"]
+        if r.get("prefect.resource.role") == "asset"
+    } == {f"{warehouse}/feedback/ideas", f"{warehouse}/feedback/ideas__topics"}
+    stays = by_key[f"{warehouse}/marts/idea_status_history"]
+    assert f"{warehouse}/feedback/ideas_history" in {
+        r["prefect.resource.id"]
+        for r in stays["related"]
+        if r.get("prefect.resource.role") == "asset"
+    }
     # each mart's data tests, passed, on its asset
     tests = [c for c in engagement["payload"]["checks"] if c["check"] == "data tests"]
     declared = sum(1 for t in load_project().tests if t.mart == "idea_engagement")

@@ -278,3 +278,72 @@ def test_the_history_tables_have_the_columns_the_models_declare(harness: Harness
                 n: "json" for n, k in found.items() if k == "varchar" and columns[n] == "json"
             }
             assert found == columns, table
+
+
+def test_ideas_known_without_the_extension_keep_what_the_api_shows(harness: Harness) -> None:
+    """Without /ideas, ideas come from announcements and links: no status, so their
+    history is their name, and the status marts have no stays for them."""
+    h = harness
+    h.switches(ideas_endpoint=False)
+    result = h.sync(full=True)
+    assert result.ideas_endpoint is False
+    history = versions(h, "ideas_history", "status_idx, name")
+    assert history, "ideas discovered from announcements and links have versions"
+    assert all(rows[-1][0] is None for rows in history.values())
+    for con in h.connect():
+        stays = con.execute("select count(*) from marts.idea_status_history").fetchone()
+        assert stays == (0,)
+
+
+def test_the_summary_and_json_say_what_the_history_did(harness: Harness, capsys: Any) -> None:
+    from feedback_sync.app.documents import sync_document
+
+    h = harness
+    first = h.sync(full=True, models=False)
+    ideas = len(h.dump()["ideas"])
+    assert first.versions["ideas_history"].opened == ideas
+    assert f"ideas_history {ideas:,} begun, 0 ended" in first.summary()
+    document = sync_document(first, 0)
+    assert document["history"]["ideas_history"] == {"versions_begun": ideas, "versions_ended": 0}
+    assert document["tables"]["ideas_history"]["loaded"] == ideas
+    # nothing changed: no version, and the summary's history line is gone
+    again = h.sync(models=False)
+    assert again.versions["ideas_history"].opened == 0
+    assert "history versions:" not in again.summary()
+
+
+def test_a_failing_history_step_keeps_the_data_and_the_next_run_records_it(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from feedback_sync.app.documents import sync_document
+    from feedback_sync.warehouse import history
+
+    h = harness
+    h.sync(full=True, models=False)
+    idea = sorted(i["idx"] for i in h.dump()["ideas"])[0]
+    status = next(
+        s["idx"]
+        for s in h.dump()["statuses"]
+        if s["idx"] != versions(h, "ideas_history", "status_idx")[idea][-1][0]
+    )
+    moved_at = move(h, idea, status)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire\nsecond line")
+
+    monkeypatch.setattr(history, "record", broken)
+    failed = h.sync(models=False)
+    # the data landed; the run says the history failed, in one line
+    for con in h.connect():
+        row = con.execute("select status_idx from feedback.ideas where idx = ?", [idea]).fetchone()
+        assert row == (status,)
+    assert failed.history_error == "RuntimeError: disk on fire"
+    assert "history FAILED (the synced data is kept" in failed.summary()
+    assert sync_document(failed, 1)["error"] == "RuntimeError: disk on fire"
+    assert versions(h, "ideas_history", "status_idx")[idea][-1][0] != status
+    # the next run records the change, at the updated_at the idea carried
+    monkeypatch.undo()
+    again = h.sync(models=False)
+    assert again.history_error is None
+    last = versions(h, "ideas_history", "status_idx")[idea][-1]
+    assert last[0] == status and last[1] == moved_at and last[-1] is True

@@ -327,15 +327,16 @@ def _run_sync(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    code = 1 if result.models_error is not None else 0
+    failure = result.models_error or result.history_error
+    code = 1 if failure is not None else 0
     if args.json:
         from feedback_sync.app.documents import sync_document
 
         _print_json(sync_document(result, code))
     else:
         print(result.summary())
-    if result.models_error is not None:
-        print(f"feedback-sync sync: error: {result.models_error}", file=sys.stderr)
+    if failure is not None:
+        print(f"feedback-sync sync: error: {failure}", file=sys.stderr)
     return code
 
 

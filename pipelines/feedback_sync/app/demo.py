@@ -56,7 +56,7 @@ def _changes_table(first: SyncResult, second: SyncResult) -> str:
     for table in tables:
         before, after = first.table_rows.get(table, 0), second.table_rows.get(table, 0)
         lines.append(
-            f"  {table:<{width}}  {before:>10,}  {second.rows_loaded.get(table, 0):>7,}  "
+            f"  {table:<{width}}  {before:>10,}  {second.loaded(table):>7,}  "
             f"{second.rows_removed.get(table, 0):>7,}  {after:>12,}  {after - before:>+7,}"
         )
     return "\n".join(lines)

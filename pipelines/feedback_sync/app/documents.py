@@ -81,7 +81,7 @@ def _plain(value: Any) -> Any:
 def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
     from feedback_sync.source.screening import REJECTED_TABLE
 
-    document = envelope("sync", exit_code, result.models_error)
+    document = envelope("sync", exit_code, result.models_error or result.history_error)
     models = result.models
     document.update(
         {
@@ -97,11 +97,15 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
             "recovered_packages": result.recovered_packages,
             "tables": {
                 table: {
-                    "loaded": result.rows_loaded.get(table, 0),
+                    "loaded": result.loaded(table),
                     "removed": result.rows_removed.get(table, 0),
                     "rows": rows,
                 }
                 for table, rows in sorted(result.table_rows.items())
+            },
+            "history": {
+                table: {"versions_begun": done.opened, "versions_ended": done.closed}
+                for table, done in sorted(result.versions.items())
             },
             "rejected_items": result.rows_loaded.get(REJECTED_TABLE, 0),
             "resources_read_completely": list(result.complete),

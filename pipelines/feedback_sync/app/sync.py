@@ -75,6 +75,8 @@ class SyncResult:
     # the run's time (UTC): where a history version with no updated_at of its own starts, and
     # where the versions of rows gone at the source end
     run_at: datetime | None = None
+    # the history step's failure: the synced data is kept, and the next run tries again
+    history_error: str | None = None
     # per history table: versions begun and ended by this run (``warehouse/history.py``)
     versions: dict[str, history.Recorded] = field(default_factory=dict)
     # seconds per step, in run order: start (everything before the first request), fetch
@@ -83,6 +85,11 @@ class SyncResult:
     phases: dict[str, float] = field(default_factory=dict)
     # when the run began (``time.perf_counter``): ``seconds`` and ``start`` count from it
     started: float = field(default_factory=time.perf_counter, repr=False)
+
+    def loaded(self, table: str) -> int:
+        """Rows this run loaded into ``table``: for a history table, the versions it began."""
+        versions = self.versions.get(table)
+        return versions.opened if versions else self.rows_loaded.get(table, 0)
 
     def history_changed(self) -> list[str]:
         """The history tables this run added versions to or ended versions of."""
@@ -114,11 +121,8 @@ class SyncResult:
         width = max([len(t) for t in self.table_rows] + [5])
         lines.append(f"  {'table':<{width}}  {'loaded':>9}  {removed_word:>14}  {'now':>10}")
         for table in sorted(self.table_rows):
-            # a history table's rows loaded: the versions this run began
-            versions = self.versions.get(table)
-            loaded = versions.opened if versions else self.rows_loaded.get(table, 0)
             lines.append(
-                f"  {table:<{width}}  {loaded:>9,}  "
+                f"  {table:<{width}}  {self.loaded(table):>9,}  "
                 f"{self.rows_removed.get(table, 0):>14,}  {self.table_rows[table]:>10,}"
             )
         changed = [
@@ -143,6 +147,11 @@ class SyncResult:
             lines.append(f"  wrote {len(self.exported)} Parquet file(s)")
         if self.models is not None:
             lines += [f"  {line}" for line in self.models.summary().splitlines()]
+        if self.history_error is not None:
+            lines.append(
+                "  history FAILED (the synced data is kept; the next run records the changes "
+                f"again): {self.history_error}"
+            )
         if self.models_error is not None:
             lines.append(f"  models FAILED (the synced data is kept): {self.models_error}")
         return "\n".join(lines)
@@ -442,16 +451,28 @@ def _record_history(
     out: Progress,
     complete: Sequence[str] | None = None,
 ) -> None:
-    """Keeps a version of each tracked row that changed (``warehouse/history.py``)."""
+    """Keeps a version of each tracked row that changed (``warehouse/history.py``).
+
+    A failure here does not fail the sync's data: it is kept in ``result.history_error``
+    (the command then exits 1), and since the step compares the whole current state, the
+    next run records the same changes. Raised instead, it would fail every later run in
+    the journal's replay, before any fetch."""
     if not entities or not target.table_counts(pipeline):
         return
     out.say(f"sync: recording history ({', '.join(entities)}) ...")
     done = result.complete if complete is None else complete
-    for table, recorded in target.record_history(pipeline, entities, done, run_at, mode).items():
+    try:
+        recorded = target.record_history(pipeline, entities, done, run_at, mode)
+    except Exception as exc:  # the data is loaded; this run says the history failed
+        text = str(exc).strip().splitlines()
+        result.history_error = f"{type(exc).__name__}: {text[0] if text else 'no detail'}"
+        log.warning("the history step failed; the next run tries again: %s", exc)
+        return
+    for table, done_here in recorded.items():
         mine = result.versions.setdefault(table, history.Recorded())
-        mine.opened += recorded.opened
-        mine.closed += recorded.closed
-        mine.rows = recorded.rows
+        mine.opened += done_here.opened
+        mine.closed += done_here.closed
+        mine.rows = done_here.rows
 
 
 def _build_models(target: Target, root: Path, result: SyncResult, out: Progress) -> None:

@@ -386,6 +386,10 @@ def feedback_sync(
         description="feedback-sync run report: summary, checks, what was skipped",
     )
     problems = failed(found or [])
+    if result.history_error is not None:
+        raise RuntimeError(
+            f"the history step failed (the synced data is kept): {result.history_error}"
+        )
     if models_error is not None and not checks:
         raise RuntimeError(f"the SQL models failed (the synced data is kept): {models_error}")
     if problems:
