@@ -36,6 +36,7 @@ SYNC_KEYS = [
     "load_id",
     "recovered_packages",
     "tables",
+    "history",
     "rejected_items",
     "resources_read_completely",
     "ideas_endpoint",
@@ -105,6 +106,11 @@ def test_sync_status_push_and_check_documents(live_sandbox: RunningSandbox, tmp_
     assert list(followers) == ["loaded", "removed", "rows"]
     assert followers["rows"] == followers["loaded"] == len(dump["followers"])
     assert synced["tables"]["topics"]["rows"] == len(dump["topics"])
+    # the first sync began one version per idea
+    assert synced["history"]["ideas_history"] == {
+        "versions_begun": len(dump["ideas"]),
+        "versions_ended": 0,
+    }
     assert list(synced["models"]) == [
         "built",
         "mart_rows",
