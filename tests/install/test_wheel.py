@@ -255,7 +255,7 @@ def test_pipx_install_gives_a_working_command(
     }
     # a project started the documented way: init, check, sync
     assert "wrote .dlt/secrets.toml" in _run(exe, ["init"], elsewhere, env)
-    assert "all 5 checks passed" in _run(exe, ["check"], elsewhere, env)
+    assert "all 6 checks passed" in _run(exe, ["check"], elsewhere, env)
     said = _run(exe, ["sync"], elsewhere, env)
     assert "models: built" in said, said
     followers = len(harness.dump()["followers"])

@@ -60,7 +60,7 @@ def test_sync_models_and_status_into_postgres_leave_the_password_nowhere(
     assert "a table curated.accounts" in push.stdout
     report = _cli(["report", "--output", str(tmp_path / "report.html")], env, tmp_path)
     assert report.returncode == 0, report.stdout + report.stderr
-    assert "(5 charts" in report.stdout
+    assert "(6 charts" in report.stdout
     # a wrong password: one line naming the failure, without the password tried
     wrong = "not-the-password-" + password[:6]
     bad = dict(env, DESTINATION__POSTGRES__CREDENTIALS=postgres_dsn.replace(password, wrong))

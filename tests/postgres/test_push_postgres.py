@@ -102,7 +102,7 @@ def test_push_and_dashboard_on_postgres_equal_duckdb_and_journal_there(
     # the same dashboard from the same data
     on_pg = write_report(pg.target(), tmp_path / "pg.html")
     on_duckdb = write_report(pg.target("duckdb"), tmp_path / "duckdb.html")
-    assert on_pg.charts == on_duckdb.charts == 5
+    assert on_pg.charts == on_duckdb.charts == 6
     assert _page(tmp_path / "pg.html") == _page(tmp_path / "duckdb.html")
     assert "no data yet" not in _page(tmp_path / "pg.html")
 

@@ -14,7 +14,7 @@ from tests.support.objectstore import Store
 from tests.support.postgres import Server
 
 CLI = [str(Path(sys.executable).with_name("feedback-sync"))]
-CHECKS = ["settings", "api", "warehouse", "models", "push"]
+CHECKS = ["settings", "api", "history", "warehouse", "models", "push"]
 
 
 def _check(
@@ -64,8 +64,10 @@ def test_a_good_setup_passes_and_leaves_nothing(
     assert list(lines) == CHECKS
     assert all(state == "ok" for state, _ in lines.values()), done.stdout
     assert "the key accepted" in lines["api"][1]
+    kept = "no history kept (Delta" if destination == "delta" else "kept for ideas (ideas_history)"
+    assert lines["history"][1].startswith(kept), lines["history"]
     assert "a file was written in" in lines["warehouse"][1]
-    assert done.stdout.strip().splitlines()[-1].startswith("all 5 checks passed in ")
+    assert done.stdout.strip().splitlines()[-1].startswith("all 6 checks passed in ")
     assert _tree(tmp_path) == before  # no warehouse, no probe, no working folder
     assert live_sandbox.api_key not in done.stdout + done.stderr
 
@@ -89,7 +91,7 @@ def test_a_wrong_key_fails_the_api_check(live_sandbox: RunningSandbox, tmp_path:
     assert said.startswith("the API refused the key (HTTP 401")
     assert "SOURCES__FEEDBACK__API_KEY" in said
     assert "not-the-key-4711" not in done.stdout + done.stderr
-    assert done.stdout.strip().splitlines()[-1].startswith("1 of 5 checks failed (api)")
+    assert done.stdout.strip().splitlines()[-1].startswith("1 of 6 checks failed (api)")
 
 
 def test_a_wrong_address_fails_the_api_check(tmp_path: Path) -> None:
@@ -144,7 +146,21 @@ def test_a_malformed_setting_is_exit_2(tmp_path: Path) -> None:
     assert lines["settings"][0] == "FAILED"
     assert "SOURCES__FEEDBACK__BASE_URL" in lines["settings"][1]
     assert lines["api"] == ("FAILED", "not asked: the settings are not valid")
+    assert lines["history"] == ("FAILED", "not known: the settings are not valid")
     assert lines["warehouse"][0] == "ok"
+
+
+def test_history_asked_of_delta_is_a_bad_setting(
+    live_sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    done = _check(
+        tmp_path, live_sandbox, "--destination", "delta", SOURCES__FEEDBACK__HISTORY_IDEAS="true"
+    )
+    assert done.returncode == 2, done.stdout
+    state, said = _lines(done)["history"]
+    assert state == "FAILED"
+    assert said.startswith("SOURCES__FEEDBACK__HISTORY_IDEAS (history_ideas in [sources.feedback])")
+    assert "keeps no history" in said
 
 
 def test_a_broken_sql_folder_fails_the_models_check(

@@ -133,6 +133,7 @@ def test_idea_versions_follow_the_recorded_moves(on: Harness) -> None:
     # nothing else moved, so nothing else has a second version
     assert {idx for idx, rows in history.items() if len(rows) > 1} == set(last_move)
     if h.destination == "parquet":  # the exported file holds the same versions
+        assert (h.tmp / "parquet" / "history_checks.parquet").exists()
         file = h.tmp / "parquet" / "ideas_history.parquet"
         exported = duckdb.sql(
             f"select idea_idx, status_idx, valid_from, valid_to, is_current "

@@ -90,6 +90,7 @@ def test_sync_status_push_and_check_documents(live_sandbox: RunningSandbox, tmp_
     assert [c["name"] for c in check["checks"]] == [
         "settings",
         "api",
+        "history",
         "warehouse",
         "models",
         "push",

@@ -76,8 +76,10 @@ def run_check(target: Target, *, sql_folder: str | Path | None = None) -> CheckR
     settings = _one(result, "settings", _settings)
     if settings is not None:
         _one(result, "api", lambda: _api(settings))
+        _one(result, "history", lambda: _history(settings, target))
     else:
         result.outcomes.append(Outcome("api", False, "not asked: the settings are not valid"))
+        result.outcomes.append(Outcome("history", False, "not known: the settings are not valid"))
     _one(result, "warehouse", lambda: _warehouse(target))
     if target.builds_models:
         _one(result, "models", lambda: _models(sql_folder))
@@ -112,6 +114,17 @@ def _settings() -> tuple[Any, str]:
 
     settings = load_settings()
     return settings, f"{settings.base_url} ({settings.auth_method} authentication)"
+
+
+def _history(settings: Any, target: Target) -> tuple[None, str]:
+    """Which histories a sync here keeps; an ``on`` setting where none is kept is refused."""
+    from feedback_sync.warehouse.history import ENTITIES, chosen
+
+    kept = chosen(settings.history_choices(), target.history_dialect, target.describe())
+    if not kept:
+        where = "set to false" if target.history_dialect else f"{target.describe()} keeps none"
+        return None, f"no history kept ({where})"
+    return None, "kept for " + ", ".join(f"{n} ({ENTITIES[n].table})" for n in kept)
 
 
 def _api(settings: Any) -> tuple[None, str]:

@@ -95,6 +95,11 @@ class SyncResult:
         """The history tables this run added versions to or ended versions of."""
         return [t for t, done in self.versions.items() if done.opened or done.closed]
 
+    def history_written(self) -> list[str]:
+        """The tables the history step may have written: those it changed, and the record
+        of when it compared them (``history_checks``, a tiny table)."""
+        return [*self.history_changed(), history.CHECKS_TABLE] if self.versions else []
+
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
         """Keeps the seconds the block took as ``phases[step]``."""
@@ -327,7 +332,7 @@ def _run_sync(
                 result.exported = target.publish(
                     pipeline,
                     result.table_rows,
-                    loaded=[*result.rows_loaded, *result.history_changed()],
+                    loaded=[*result.rows_loaded, *result.history_written()],
                     removed=result.rows_removed,
                     # an earlier run's load may not have been published
                     everything=bool(result.recovered_packages or owed is not None),

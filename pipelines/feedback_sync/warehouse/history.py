@@ -155,7 +155,20 @@ class _Sql:
 
     @property
     def json_type(self) -> str:
-        return "JSON" if self.dialect == "duckdb" else "jsonb"
+        # PostgreSQL's json, as dlt's JSON columns there (jsonb is what the PostgreSQL
+        # target reads as a table an earlier version made, and COPY cannot write)
+        return "JSON" if self.dialect == "duckdb" else "json"
+
+    def is_json(self, kind: str) -> bool:
+        return kind.lower() in ("json", "jsonb")
+
+    def differs(self, name: str, kind: str) -> str:
+        """``h.<name>`` and ``c.<name>`` differ (PostgreSQL's json has no equality: it is
+        compared as jsonb, so keys in another order are the same value)."""
+        column = self.col(name)
+        if self.dialect == "postgres" and self.is_json(kind):
+            return f"h.{column}::jsonb is distinct from c.{column}::jsonb"
+        return f"h.{column} is distinct from c.{column}"
 
     @property
     def timestamp_type(self) -> str:
@@ -171,7 +184,7 @@ class _Sql:
         """An aggregate: the group's ``value``s as a JSON array, in ``order``."""
         if self.dialect == "duckdb":
             return f"to_json(list({value} order by {order}))"
-        return f"jsonb_agg({value} order by {order})"
+        return f"json_agg({value} order by {order})"
 
     def empty_json_list(self) -> str:
         return f"cast('[]' as {self.json_type})"
@@ -380,7 +393,8 @@ def _record_one(
         extra = ", ".join(f"{sql.typed_null(existing[n])} as {sql.col(n)}" for n in gone_fields)
         cur = f"select c.*, {extra} from ({current.sql}) c"
     before = _counts(sql, history)
-    differs = " or ".join(f"h.{sql.col(n)} is distinct from c.{sql.col(n)}" for n in fields)
+    kinds = {**existing, **current.fields}
+    differs = " or ".join(sql.differs(n, kinds[n]) for n in fields)
     valid_from, valid_to, is_current = (sql.col(n) for n in VALIDITY)
     # a change: the current version ends where the new one begins (its row's updated_at,
     # when that is after the version's start; else the run's time)
