@@ -80,8 +80,9 @@ class SyncResult:
     # per history table: versions begun and ended by this run (``warehouse/history.py``)
     versions: dict[str, history.Recorded] = field(default_factory=dict)
     # seconds per step, in run order: start (everything before the first request), fetch
-    # (dlt's extract), load (normalize, load, stale child rows and deletes), then parquet
-    # and models when they ran
+    # (dlt's extract), load (normalize, load, stale child rows and deletes, the tables'
+    # counts), history (the history step, where one is kept), then parquet and models when
+    # they ran
     phases: dict[str, float] = field(default_factory=dict)
     # when the run began (``time.perf_counter``): ``seconds`` and ``start`` count from it
     started: float = field(default_factory=time.perf_counter, repr=False)
@@ -102,12 +103,12 @@ class SyncResult:
 
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
-        """Keeps the seconds the block took as ``phases[step]``."""
+        """Adds the seconds the block took to ``phases[step]``."""
         started = time.perf_counter()
         try:
             yield
         finally:
-            self.phases[step] = time.perf_counter() - started
+            self.phases[step] = self.phases.get(step, 0.0) + time.perf_counter() - started
 
     def summary(self) -> str:
         """A short, readable account of the run."""
@@ -320,11 +321,17 @@ def _run_sync(
             out.stage("load")
             kept.hold(create=True)
             _load(target, pipeline, load_id, existing, settings.delete_mode, result, out)
-            _record_history(target, pipeline, entities, result, run_at, settings.delete_mode, out)
             target.prune_state_history(pipeline)
             _prune_loaded_packages(pipeline, keep_packages)
             result.ideas_endpoint = run.ideas_endpoint
             result.skipped = dict(run.skipped)
+        if entities:
+            with result.timed("history"):
+                out.stage("history")
+                _record_history(
+                    target, pipeline, entities, result, run_at, settings.delete_mode, out
+                )
+        with result.timed("load"):
             result.table_rows = target.table_counts(pipeline)
         if target.publish_step is not None:
             out.stage(target.publish_step)
@@ -462,7 +469,7 @@ def _record_history(
     (the command then exits 1), and since the step compares the whole current state, the
     next run records the same changes. Raised instead, it would fail every later run in
     the journal's replay, before any fetch."""
-    if not entities or not target.table_counts(pipeline):
+    if not entities:
         return
     out.say(f"sync: recording history ({', '.join(entities)}) ...")
     done = result.complete if complete is None else complete
