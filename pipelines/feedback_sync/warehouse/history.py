@@ -193,6 +193,22 @@ class _Sql:
         return f"cast(null as {kind})"
 
 
+def _stamp_and_where(
+    sql: _Sql, alias: str, columns: Columns, soft: bool, key: str = "idx"
+) -> tuple[str, str]:
+    """The row's ``updated_at`` (a typed NULL where it has none) and the filter of the rows
+    that count: a key, and in soft mode not marked deleted."""
+    stamp = (
+        f"{alias}.{sql.col('updated_at')}"
+        if "updated_at" in columns
+        else sql.typed_null(sql.timestamp_type)
+    )
+    where = f"{alias}.{sql.col(key)} is not null"
+    if soft and "_deleted_at" in columns:
+        where += f" and {alias}.{sql.col('_deleted_at')} is null"
+    return stamp, where
+
+
 @dataclass
 class _Current:
     """The current state of one entity as a query: key, fields, ``stamp`` (the row's
@@ -225,14 +241,7 @@ def _ideas(sql: _Sql, soft: bool) -> _Current | None:
     else:
         topic_join, topic_value = "", sql.empty_json_list()
     fields["topic_idxs"] = sql.json_type
-    stamp = (
-        f"i.{sql.col('updated_at')}"
-        if "updated_at" in ideas
-        else sql.typed_null(sql.timestamp_type)
-    )
-    where = f"i.{sql.col('idx')} is not null"
-    if soft and "_deleted_at" in ideas:
-        where += f" and i.{sql.col('_deleted_at')} is null"
+    stamp, where = _stamp_and_where(sql, "i", ideas, soft)
     query = (
         f"select i.{sql.col('idx')} as {sql.col('idea_idx')}, "
         + ", ".join(f"{pick} as {sql.col(name)}" for pick, name in zip(picks, fields, strict=False))
@@ -285,14 +294,7 @@ def _announcements(sql: _Sql, soft: bool) -> _Current | None:
         f"a.{sql.col(name)}" if name in posts else sql.typed_null(kind)
         for name, kind in fields.items()
     ]
-    stamp = (
-        f"a.{sql.col('updated_at')}"
-        if "updated_at" in posts
-        else sql.typed_null(sql.timestamp_type)
-    )
-    where = f"a.{sql.col('idx')} is not null"
-    if soft and "_deleted_at" in posts:
-        where += f" and a.{sql.col('_deleted_at')} is null"
+    stamp, where = _stamp_and_where(sql, "a", posts, soft)
     query = (
         f"select a.{sql.col('idx')} as {sql.col('announcement_idx')}, "
         + ", ".join(f"{pick} as {sql.col(name)}" for pick, name in zip(picks, fields, strict=False))
