@@ -76,7 +76,11 @@ select
     st.status_name,
     s.entered_at,
     s.left_at,
-    round((epoch(s.left_at) - epoch(s.entered_at)) / 86400.0, 2) as days_in_status
+    -- through a decimal, so a half rounds up whatever the double's last bits say
+    cast(
+        round(cast((epoch(s.left_at) - epoch(s.entered_at)) / 86400.0 as decimal(18, 6)), 2)
+        as double
+    ) as days_in_status
 from stays as s
 left join {{ ref('statuses') }} as st using (status_idx)
 where s.status_idx is not null

@@ -8,7 +8,7 @@
 --   ideas_entered: distinct ideas that have stayed in it (now or before)
 --   stays_completed: stays that ended (the idea moved on, or was deleted)
 --   median_days_completed: the median of those stays' days_in_status (NULL when none
---     ended), to 2 decimals
+--     ended), to 2 decimals (a half up)
 --   p90_days_completed: their 90th percentile (interpolated), to 2 decimals
 --   ideas_now: ideas in it now
 --   waiting_since: when the idea there longest entered it (NULL when none is there; the
@@ -33,8 +33,10 @@ completed as (
     select
         status_idx,
         count(*) as stays_completed,
-        round(median(days_in_status), 2) as median_days_completed,
-        round(quantile_cont(days_in_status, 0.9), 2) as p90_days_completed
+        cast(round(cast(median(days_in_status) as decimal(18, 3)), 2) as double)
+            as median_days_completed,
+        cast(round(cast(quantile_cont(days_in_status, 0.9) as decimal(18, 3)), 2) as double)
+            as p90_days_completed
     from stays
     where left_at is not null
     group by status_idx

@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from tests.models.truth import rounded, ts
+from tests.models.truth import ts
 
 Row = dict[str, Any]
 Version = dict[str, Any]  # fields, plus "from" and "to"
@@ -81,18 +82,27 @@ def _companies_seen(dump: dict[str, Any]) -> dict[str, tuple[Any, datetime | Non
 
 
 def _median(values: list[float]) -> float | None:
-    return _quantile(values, 0.5)
+    return _quantile(values, "0.5")
 
 
-def _quantile(values: list[float], q: float) -> float | None:
-    """Linear interpolation between the closest ranks (SQL's quantile_cont)."""
+def _quantile(values: list[float], q: str) -> float | None:
+    """Linear interpolation between the closest ranks (SQL's quantile_cont), exact in
+    decimals, to 2 decimals with a half up."""
     if not values:
         return None
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q
+    ordered = sorted(Decimal(str(v)) for v in values)
+    position = (len(ordered) - 1) * Decimal(q)
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (position - low) * (ordered[high] - ordered[low])
+    exact = ordered[low] + (position - low) * (ordered[high] - ordered[low])
+    return float(exact.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def _days(seconds: float) -> float:
+    """Days to 2 decimals, a half up, through 6 decimals (as the mart does)."""
+    exact = Decimal(repr(seconds)) / Decimal(86400)
+    six = exact.quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP)
+    return float(six.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 class HistoryTruth:
@@ -146,11 +156,7 @@ class HistoryTruth:
                     continue
                 number += 1
                 left = stay["left_at"]
-                days = (
-                    None
-                    if left is None
-                    else rounded((left - stay["entered_at"]).total_seconds() / 86400.0, 2)
-                )
+                days = None if left is None else _days((left - stay["entered_at"]).total_seconds())
                 out[(idea_idx, number)] = {
                     "status_idx": stay["status_idx"],
                     "status_name": names.get(stay["status_idx"]),
@@ -171,13 +177,13 @@ class HistoryTruth:
             done = [s["days_in_status"] for _, s in per[status] if s["left_at"] is not None]
             now = [s for _, s in per[status] if s["left_at"] is None]
             median = _median(done)
-            p90 = _quantile(done, 0.9)
+            p90 = _quantile(done, "0.9")
             out[status] = {
                 "status_name": names.get(status),
                 "ideas_entered": len({idea for idea, _ in per[status]}),
                 "stays_completed": len(done),
-                "median_days_completed": None if median is None else rounded(median, 2),
-                "p90_days_completed": None if p90 is None else rounded(p90, 2),
+                "median_days_completed": median,
+                "p90_days_completed": p90,
                 "ideas_now": len(now),
                 "waiting_since": min((s["entered_at"] for s in now), default=None),
             }

@@ -35,7 +35,7 @@ def test_full_sync_equals_ground_truth(harness: Harness) -> None:
     assert harness.dlt_warnings == []
     assert set(result.complete) == set(ROOTS)
     # the summary says where the time went, step by step, within the run's own time
-    assert list(result.phases) == ["start", "fetch", "load", "models"]
+    assert list(result.phases) == ["start", "fetch", "load", "history", "models"]
     assert all(seconds > 0 for seconds in result.phases.values())
     assert sum(result.phases.values()) <= result.seconds
     first = result.summary().splitlines()[0]

@@ -42,7 +42,7 @@ def test_parquet_matches_duckdb_after_full_and_normal_runs(harness: Harness) -> 
     for destination in ("duckdb", "parquet"):
         result = harness.sync(full=True, destination=destination)
     assert result.rows_removed  # the Parquet run reconciled deletes too
-    assert list(result.phases) == ["start", "fetch", "load", "parquet", "models"]
+    assert list(result.phases) == ["start", "fetch", "load", "history", "parquet", "models"]
     harness.assert_equals_truth(destination="parquet")
     _same_as_duckdb(harness)
 
