@@ -309,7 +309,7 @@ def _run_sync(
     run_at = result.run_at = datetime.now(UTC)
     with _KeptOpen(target) as kept:
         pipeline = target.pipeline()
-        owed, existing = _catch_up(target, pipeline, result, out, entities)
+        owed, existing = _catch_up(target, pipeline, result, out, entities, settings.delete_mode)
         run = SyncRun(settings, full=full, transport=transport, warehouse_tables=existing)
         load_id = _extract(target, pipeline, run, selected, result, out)
         # what this run still owes after its load, kept where a crash cannot lose it
@@ -357,6 +357,7 @@ def _catch_up(
     result: SyncResult,
     out: Progress,
     entities: tuple[str, ...],
+    mode: str,
 ) -> tuple[dict[str, int] | None, frozenset[str] | None]:
     """What earlier runs left is finished first: packages pending, deletes and history owed
     after a load, the state restored where the local one is not the warehouse's, first loads
@@ -368,7 +369,8 @@ def _catch_up(
             # a pending package's changes get their versions before this run's own load
             # could change the same rows again (the journal's replay does it where it names
             # the package)
-            _record_history(target, pipeline, entities, result, datetime.now(UTC), "hard", out)
+            # (in soft mode, rows marked deleted are not current: they get no version)
+            _record_history(target, pipeline, entities, result, datetime.now(UTC), mode, out)
     owed = _Journal(pipeline).replay(target, pipeline, out, entities, result)
     if owed is not None:
         _add(result.rows_removed, owed)
