@@ -79,9 +79,9 @@ def screenshot(html: Path, png: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``./run screenshot [HTML] [PNG]``: defaults data/report.html -> docs/report.png."""
+    """``./run screenshot [HTML] [PNG]``: defaults data/report.html -> docs/images/report.png."""
     html = Path(argv[0]) if argv else Path("data/report.html")
-    png = Path(argv[1]) if len(argv) > 1 else Path("docs/report.png")
+    png = Path(argv[1]) if len(argv) > 1 else Path("docs/images/report.png")
     if not html.exists():
         print(f"screenshot: {html} does not exist: run ./run demo first", file=sys.stderr)
         return 2

@@ -3,7 +3,7 @@
 Starts a throwaway Prefect server (``tests.support.prefect_local``) and a tiny sandbox, runs
 the flow
 ``feedback-sync`` twice (full, then incremental) against them, and has the project's
-headless Chromium photograph the second run's page: ``docs/prefect-flow-run.png``.
+headless Chromium photograph the second run's page: ``docs/images/prefect-flow-run.png``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-OUTPUT = Path("docs/prefect-flow-run.png")
+OUTPUT = Path("docs/images/prefect-flow-run.png")
 
 
 def main(argv: list[str]) -> int:

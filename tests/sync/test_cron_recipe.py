@@ -1,4 +1,4 @@
-"""The cron recipe of docs/cron.md, its exact lines run in order against the sandbox: the
+"""The cron recipe of docs/how-to/cron.md, its exact lines run in order against the sandbox: the
 incremental sync, the nightly full sync, the push preview; then the applying line the
 user opts in to, uncommented."""
 
@@ -17,7 +17,7 @@ from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.push.helpers import write_csv
 
-RECIPE = Path(__file__).resolve().parents[2] / "docs" / "cron.md"
+RECIPE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "cron.md"
 MARKER = "<!-- the cron recipe: tests/sync/test_cron_recipe.py runs these lines"
 FOLDER = "/home/me/feedback"
 ENTRY = re.compile(r"^#?\s*(\S+ \S+ \S+ \S+ \S+)\s+(cd .*)$")

@@ -175,7 +175,7 @@ def _json_argument(p: argparse.ArgumentParser) -> None:
         "--json",
         action="store_true",
         help="print one JSON document on stdout instead of the text (its fields: "
-        "docs/json-output.md in feedback-sync's repository); progress and errors stay on stderr",
+        "docs/reference/json-output.md in feedback-sync's repository); progress and errors stay on stderr",
     )
 
 

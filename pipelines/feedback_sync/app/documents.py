@@ -10,7 +10,7 @@ starts with the same envelope:
 - ``error``: the one line printed on stderr when it failed, else null.
 
 A command refused or failed before it had anything to report writes the envelope alone.
-docs/json-output.md lists each command's fields; ``tests/sync/test_json_output.py`` pins
+docs/reference/json-output.md lists each command's fields; ``tests/sync/test_json_output.py`` pins
 them.
 """
 
