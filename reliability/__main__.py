@@ -1,7 +1,7 @@
-"""``./run reliability``: the fault matrix, printed and written into the README's section.
+"""``./run reliability``: the fault matrix, printed and written into reliability/RESULTS.md.
 
     ./run reliability [--kinds 429,502,...] [--rates 0.01,0.1,0.3] [--seed 7]
-                      [--kills 60] [--kill-scale tiny] [--output README.md]
+                      [--kills 60] [--kill-scale tiny] [--output reliability/RESULTS.md]
 
 Exits 1 when any cell lost a row, held a key twice, applied a write twice, left a write
 undone, or failed without leaving the warehouse as it was, when a run killed with SIGKILL
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -36,7 +37,27 @@ from reliability.matrix import (
 
 BEGIN = "<!-- reliability:begin (written by ./run reliability; edits inside are overwritten) -->"
 END = "<!-- reliability:end -->"
-DEFAULT_OUTPUT = Path(__file__).resolve().parent.parent / "README.md"
+DEFAULT_OUTPUT = Path(__file__).resolve().parent / "RESULTS.md"
+
+# what differs from run to run and says nothing about the result: the sandbox's loopback
+# address (a free port each run) and the process ids and start times in a lock's message
+_RUN_DETAILS = [
+    (re.compile(r"https?://(?:127\.0\.0\.1|localhost|\[::1\]):\d+"), "<sandbox>"),
+    (re.compile(r"\(process \d+, since [^)]*\)"), "(process <pid>, since <time>)"),
+]
+
+
+def plain(line: str) -> str:
+    """A run's line without the details that change every run (port, process id, time)."""
+    for pattern, stand_in in _RUN_DETAILS:
+        line = pattern.sub(stand_in, line)
+    return line
+
+
+def _cell(text: str) -> str:
+    """Text as one Markdown table cell: no column break, and no angle bracket read as HTML
+    (a 502's body is an HTML page)."""
+    return text.replace("|", "/").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _csv(text: str) -> list[str]:
@@ -185,7 +206,7 @@ def render(
         "| fault | outcome | requests | the one line |",
         "|---|---|---|---|",
         *[
-            f"| `{c.kind}` | {c.outcome} | {c.requests} | {c.message.replace('|', '/')} |"
+            f"| `{c.kind}` | {c.outcome} | {c.requests} | {_cell(plain(c.message))} |"
             for c in exhausted
         ],
         "",
@@ -197,7 +218,9 @@ def render(
     failures = [c for c in cells if c.message]
     if failures:
         lines += ["", "Runs that ended with rows to settle or failed (each cell's last):", ""]
-        lines += [f"- `{c.kind}` {c.rate:.0%} {c.check}: {c.message}" for c in failures]
+        lines += [
+            f"- `{c.kind}` {c.rate:.0%} {c.check}: {_cell(plain(c.message))}" for c in failures
+        ]
     return "\n".join(lines)
 
 
@@ -214,12 +237,12 @@ def render_overlaps(overlaps: list[Overlap]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for o in overlaps:
-        said = o.second_line.split(": error: ", 1)[-1] if o.second_line else "-"
+        said = plain(o.second_line).split(": error: ", 1)[-1] if o.second_line else "-"
         said = said[said.find("is in use by") :] if "is in use by" in said else said
         said = (said[:110] + "...") if len(said) > 110 else said
         lines.append(
             f"| {o.describe()} | {o.second_code} | {o.second_seconds:.1f} "
-            f"| {said.replace('|', '/')} | {o.lost} | {o.duplicates} | {o.writes_twice} "
+            f"| {_cell(said)} | {o.lost} | {o.duplicates} | {o.writes_twice} "
             f"| {o.writes_left} | {'ok' if o.ok else 'WRONG'} |"
         )
     return "\n".join(lines)
