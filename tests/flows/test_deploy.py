@@ -141,7 +141,7 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     assert api.artifacts(artifact_key(Target(duckdb_path=tmp / "e2e.duckdb"), "push-preview"))
     assert not _pushed_names(sandbox), "a push deployed by default wrote to the API"
 
-    # the opt-in the README gives: apply: true in prefect.yaml, that deployment deployed again
+    # the opt-in of docs/how-to/prefect.md: apply: true in prefect.yaml, deployed again
     opted = tmp / "prefect.yaml"
     yaml_text = (ROOT / "prefect.yaml").read_text()
     assert yaml_text.count("      apply: false") == 1

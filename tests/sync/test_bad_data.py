@@ -1,5 +1,5 @@
 """Bad data from the API: each case lands as sent somewhere a person can find it, or the
-run says what it could not do. Never a silent drop (README: "Bad data from the API")."""
+run says what it could not do. Never a silent drop (docs/explanation/type-drift.md)."""
 
 from __future__ import annotations
 

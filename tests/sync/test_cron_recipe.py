@@ -62,7 +62,7 @@ def test_the_recipe_runs_in_order_against_the_sandbox(
     variables, active, commented = recipe()
     folder = tmp_path / "feedback"
     (folder / "logs").mkdir(parents=True)
-    subprocess.run(  # the project as the README's quick start makes it
+    subprocess.run(  # the project as the quick start makes it
         [str(Path(sys.executable).with_name("feedback-sync")), "init"], cwd=folder, check=True
     )
     secrets = folder / ".dlt" / "secrets.toml"
