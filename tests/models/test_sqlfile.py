@@ -35,6 +35,27 @@ def test_the_header_reads_fields_columns_and_carried_on_meanings() -> None:
     }
 
 
+def test_the_description_and_header_lines_carry_on_indented() -> None:
+    """An indented line outside ``columns:`` and ``tests:`` goes on with what is above it:
+    the description, or the header line before it (``models --list`` and the models
+    reference show them whole)."""
+    sql = (
+        "-- orders: What was ordered,\n"
+        "--   line by line.\n"
+        "-- grain: one row per order\n"
+        "--   and line\n"
+        "-- key: order_id\n"
+        "-- columns:\n"
+        "--   order_id: the order's id\n"
+        "select 1\n"
+    )
+    header = read_header(sql, "orders")
+    assert header is not None
+    assert header.description == "What was ordered, line by line."
+    assert header.fields == {"grain": "one row per order and line", "key": "order_id"}
+    assert header.columns == {"order_id": "the order's id"}
+
+
 def test_a_file_without_a_comment_has_no_header() -> None:
     assert read_header("select 1", "x") is None
 

@@ -4,6 +4,7 @@ and push targets (``sql/push``) alike.
 A file opens with a comment block::
 
     -- <name>: one line that says what it is
+    --   carried on here               indented: the description (or a header line) goes on
     -- grain: one row per ...          header lines: ``word: value``
     -- key: ...
     -- columns:
@@ -72,6 +73,11 @@ def read_header(sql: str, name: str) -> Header | None:
         elif section == "tests" and header.tests:
             kind, arguments = header.tests[-1]
             header.tests[-1] = (kind, f"{arguments} {text}")
+        elif not section and header.fields:
+            last = next(reversed(header.fields))
+            header.fields[last] += " " + text
+        elif not section:
+            header.description += " " + text
     return header
 
 

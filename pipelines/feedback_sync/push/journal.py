@@ -31,19 +31,26 @@ from feedback_sync.warehouse.engines import Engine
 
 SCHEMA = "push"
 
+# the comment before each table says what one row is: the tables reference
+# (docs/reference/tables.md, written by ./run docs) is made from it
 DDL = f"""
 create schema if not exists {SCHEMA};
+-- one row per push run (a preview or an apply): its targets, counts, status and message
 create table if not exists {SCHEMA}._push_runs (
     run_id varchar, started_at timestamptz, finished_at timestamptz, applied boolean,
     forced boolean, targets varchar[], status varchar, creates bigint, updates bigint,
     deletes bigint, unchanged bigint, invalid bigint, rejected bigint, held bigint,
     message varchar
 );
+-- one row per step of an apply (a write is journaled as its intent, then its outcome,
+-- under the same seq) and per invalid or held row
 create table if not exists {SCHEMA}._push_rows (
     run_id varchar, seq bigint, target varchar, key varchar, action varchar, state varchar,
     idx varchar, payload_hash varchar, payload json, http_status integer, message varchar,
     recorded_at timestamptz
 );
+-- one row per target and key: the idx and what the service last confirmed (it moves only
+-- after the server confirmed a write)
 create table if not exists {SCHEMA}._push_snapshot (
     target varchar, key varchar, idx varchar, payload_hash varchar, fields json,
     confirmed_at double precision, deleted boolean, desired_hash varchar

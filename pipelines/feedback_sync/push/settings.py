@@ -1,16 +1,8 @@
 """The push's settings: section ``[push]`` of ``.dlt/config.toml`` or ``PUSH__*`` variables.
 
-- ``curated_dir``: folder of curated files (``<table>.csv`` / ``.parquet``), read as
-  ``curated.<table>`` (default ``data/curated``; DuckDB and Parquet targets).
-- ``max_change_share``: a target whose apply would update or delete more than this share
-  of the rows it manages (the objects its rows match, and what it pushed before) is refused
-  unless ``--force`` (default 0.5);
-- ``max_change_min_rows``: the share limit applies to targets managing at least this many
-  rows (default 10: a handful of rows is read in the preview at a glance).
-- ``note_author_email``: the follower who authors the idea notes (created by the followers
-  target when ``curated.accounts`` lists it). Without it the ``idea_notes`` target is
-  skipped, with that reason.
-- ``sample_size``: changed rows shown per target in the preview (default 5).
+The string under each field of ``PushConfiguration`` says what the setting does: the
+settings reference (``docs/reference/settings.md``, written by ``./run docs``) is made from
+them. ``PushSettings.validate`` checks the values with messages that name the setting.
 """
 
 from __future__ import annotations
@@ -31,10 +23,21 @@ SECTION = "push"
 class PushConfiguration(BaseConfiguration):
     # raw values: PushSettings.validate checks them with messages that name the setting
     curated_dir: Any = "data/curated"
+    """The folder of curated files (``<table>.csv`` or ``.parquet``), read as
+    ``curated.<table>`` beside DuckDB, Parquet and Delta targets; ``--curated-dir`` wins."""
     max_change_share: Any = 0.5
+    """A target whose apply would update or delete more than this share (0 to 1) of the rows
+    it manages (the objects its rows match, and what it pushed before) is refused unless
+    ``--force``."""
     max_change_min_rows: Any = 10
+    """The share limit applies to targets managing at least this many rows: a handful of
+    rows is read in the preview at a glance."""
     note_author_email: Optional[str] = None  # noqa: UP045
+    """The email of the follower who authors the idea notes (created by the ``followers``
+    target when ``curated.accounts`` lists it). Without it the ``idea_notes`` target is
+    skipped, with that reason."""
     sample_size: Any = 5
+    """Changed rows shown per target in the preview (0 to 1000); ``--samples`` wins."""
 
 
 def describe(setting: str) -> str:

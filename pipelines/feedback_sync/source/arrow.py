@@ -38,6 +38,7 @@ from feedback_sync.errors import DataError
 from feedback_sync.source.resources import LIST_INDEX, PARENT_KEYS
 from feedback_sync.source.screening import (
     COLUMN_NAMES,
+    REJECTED_KEY,
     REJECTED_TABLE,
     column_name,
     nested_fields,
@@ -369,7 +370,7 @@ class Tabulator:
             return dlt.mark.make_hints(
                 table_name=table.name,
                 write_disposition=self.disposition(table.name),
-                primary_key=["resource", "record_sha256"],
+                primary_key=list(REJECTED_KEY),
                 columns=columns,
             )
         if table is self._root:

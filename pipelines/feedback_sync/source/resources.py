@@ -25,12 +25,14 @@ _PERSON = {"__idx": "text", "__name": "text", "__avatar": "text"}
 # a child row's own columns before its fields: its parent's key column, then its position
 LIST_INDEX = "_dlt_list_idx"
 
-# how a run reads a resource:
-#   cursor      a cursor list; a normal run reads past the saved cursor
-#   window      newest first by publication; a normal run re-reads a look-back window
-#   per_idea    one listing per idea (or per type); complete only on a full run
-#   full        read whole on every run
+# how a run reads a resource
 Reading = Literal["cursor", "window", "per_idea", "full"]
+READINGS: dict[Reading, str] = {
+    "cursor": "a cursor list: a normal run reads past the saved cursor",
+    "window": "newest first by publication: a normal run re-reads a look-back window",
+    "per_idea": "one listing per idea (or per type): complete only on a full run",
+    "full": "read whole on every run",
+}
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class Resource:
     parent_key: str
     columns: Mapping[str, str]
     reading: Reading
+    # what one row of its table is (the tables reference, docs/reference/tables.md)
+    row: str
     # child tables by their field (``<name>__<field>``): that field's declared types
     children: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # a per-idea resource whose state keeps a cursor per idea (not only the ideas seen)
@@ -71,6 +75,7 @@ RESOURCES: tuple[Resource, ...] = (
         "follower_idx",
         {"idx": "text", "name": "text", "email": "text", "avatar": "text", **TIMES},
         "cursor",
+        "a follower: a person who gives feedback",
         children={
             "companies": {
                 "id": "text",
@@ -100,6 +105,7 @@ RESOURCES: tuple[Resource, ...] = (
             **{f"author{suffix}": kind for suffix, kind in _PERSON.items()},
         },
         "window",
+        "an announcement: a changelog post, published, scheduled or a draft",
         children={
             "categories": {"idx": "text", "name": "text", "color": "text"},
             "ideas": {"idx": "text", "name": "text"},
@@ -126,6 +132,7 @@ RESOURCES: tuple[Resource, ...] = (
             "idea_idx": "text",
         },
         "per_idea",
+        "a public comment or a private note on an idea",
         children={
             "attachments": {
                 "idx": "text",
@@ -142,12 +149,14 @@ RESOURCES: tuple[Resource, ...] = (
         "topic_idx",
         {"idx": "text", "name": "text", "idea_count": "double", "order": "double", **TIMES},
         "full",
+        "a topic ideas are filed under",
     ),
     Resource(
         "statuses",
         "status_idx",
         {"idx": "text", "name": "text", "color": "text", **TIMES},
         "full",
+        "a status an idea can have",
     ),
     Resource(
         "integration_links",
@@ -161,6 +170,7 @@ RESOURCES: tuple[Resource, ...] = (
             **TIMES,
         },
         "per_idea",
+        "a link between an idea and a record in another tool (Jira, Zendesk, ...)",
     ),
     Resource(
         "ideas",
@@ -175,6 +185,7 @@ RESOURCES: tuple[Resource, ...] = (
             **TIMES,
         },
         "full",
+        "an idea on the feedback board",
         # the idea's topic_idxs, one row each (shaping.idea)
         children={"topics": {"topic_idx": "text"}},
         shaped_from={"topics": "topic_idxs"},

@@ -29,6 +29,8 @@ from feedback_sync.source.resources import BY_NAME, RESOURCES
 from feedback_sync.source.types import DECLARED, VARIANT
 
 REJECTED_TABLE = "rejected_rows"
+# one row per distinct item: a later run that meets it again moves its load id
+REJECTED_KEY = ("resource", "record_sha256")
 _NAMING = NamingConvention()
 # every key's column name so far (``column_name`` fills it; cleared in place, never
 # replaced): hot loops read it first and call ``column_name`` only for a key not in it

@@ -25,6 +25,9 @@ from feedback_sync.push.kinds.base import (
 
 
 class Announcements(Kind):
+    """Announcements: created, updated whole (the API replaces a post), found again by the
+    marker line the push writes into them."""
+
     name = "announcements"
     resource = "announcements"
     order = 40

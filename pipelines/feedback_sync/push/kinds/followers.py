@@ -21,6 +21,9 @@ from feedback_sync.push.kinds.base import (
 
 
 class Followers(Kind):
+    """Followers and their companies: matched by email (any case), created, and updated
+    field by field; companies and attributes are merged, never replaced."""
+
     name = "followers"
     resource = "followers"
     provides_parents = True

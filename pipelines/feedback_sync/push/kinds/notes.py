@@ -23,6 +23,9 @@ from feedback_sync.push.kinds.base import (
 
 
 class IdeaNotes(Kind):
+    """Private notes on ideas: one per idea, created once, then updated in place; found
+    again by the marker line the push writes into them."""
+
     name = "idea_notes"
     resource = "comments"
     order = 30

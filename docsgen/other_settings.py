@@ -1,0 +1,172 @@
+"""The settings no configuration spec declares: read one by one where they are used.
+
+``[models]``, ``[report]`` and ``[flows]`` keys are read with ``dlt.config.get``; the
+destinations' keys are dlt's own, which feedback-sync also reads; a few environment
+variables have no TOML key. They are listed here, their defaults taken from the constants
+the code uses. ``tests/docs`` finds every key the package reads this way
+(``dlt.config.get``, ``dlt.secrets.get``, ``FEEDBACK_SYNC_*``) and fails when one is
+missing here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from docsgen.markdown import code
+from docsgen.specs import Setting, default_text
+
+
+def constant(module: str, name: str) -> Any:
+    """A module-level constant of ``feedback_sync``'s ``module``, read from its source
+    without importing it (the flows' modules import Prefect)."""
+    import feedback_sync
+
+    path = Path(feedback_sync.__file__).parent.joinpath(*module.split(".")).with_suffix(".py")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == name
+        ):
+            return ast.literal_eval(node.value)
+    raise ValueError(f"feedback_sync.{module} has no constant {name}")
+
+
+def settings() -> list[Setting]:
+    """Every setting outside the specs, by section; environment variables alone last."""
+    from feedback_sync.app.crash import ERROR_DIR_VARIABLE
+    from feedback_sync.app.telemetry import ENV as TELEMETRY_ENV
+    from feedback_sync.app.telemetry import SETTING as TELEMETRY
+    from feedback_sync.warehouse.target import (
+        DEFAULT_DELTA_DIR,
+        DEFAULT_DUCKDB_PATH,
+        DUCKDB_MEMORY_LIMIT,
+        KEEP_LOADED_PACKAGES,
+    )
+
+    runtime, _, telemetry_key = TELEMETRY_ENV.lower().partition("__")
+    assert telemetry_key == TELEMETRY, TELEMETRY_ENV
+    return [
+        Setting(
+            "models",
+            "sql_dir",
+            "path",
+            "the SQL folder feedback-sync ships",
+            "Your own copy of the SQL folder (``sources.toml``, ``staging/``, ``marts/``, "
+            "``push/``), for every command and the Prefect flows; ``--sql-dir`` wins. A "
+            "relative path is read from the folder the command runs in.",
+        ),
+        Setting(
+            "report",
+            "currency",
+            "text",
+            "",
+            "The currency of the monthly spend the API sends, named on the dashboard "
+            '(``EUR``, ``USD``, ...; the API names none). Unset: the page says "the '
+            "account's currency\"; ``--currency`` wins.",
+        ),
+        Setting(
+            "flows",
+            "api_key_secret_block",
+            "text",
+            default_text(constant("flows.secrets", "DEFAULT_BLOCK")),
+            "The Prefect ``Secret`` block the flows read the API key from. When no block "
+            "of that name exists, the key is resolved as the command line does.",
+        ),
+        Setting(
+            "flows",
+            "sync_retries",
+            "integer",
+            default_text(constant("flows.sync", "DEFAULT_RETRIES")),
+            "How many times the sync flow retries its sync task after a failure that may "
+            "pass: the network or the service in trouble, a destination job that may be "
+            "retried, another run holding the warehouse.",
+        ),
+        Setting(
+            "flows",
+            "sync_retry_delay_seconds",
+            "list of number",
+            default_text(constant("flows.sync", "DEFAULT_RETRY_DELAYS")),
+            "The waits before those retries, in seconds.",
+        ),
+        Setting(
+            "destination.duckdb",
+            "credentials",
+            "path",
+            default_text(DEFAULT_DUCKDB_PATH),
+            "The DuckDB file ``--destination duckdb`` loads into. Its name may be anything "
+            "but the dataset's (``feedback.duckdb``), ``<dataset>_staging`` and "
+            "``information_schema``.",
+        ),
+        Setting(
+            "destination.postgres",
+            "credentials",
+            "text",
+            "",
+            "The PostgreSQL server ``--destination postgres`` loads into, as a connection "
+            "string (``postgresql://user:password@host:5432/database``) or dlt's fields. "
+            "The password may be left out: libpq then reads ``PGPASSWORD`` or "
+            "``~/.pgpass``.",
+            secret=True,
+        ),
+        Setting(
+            "destination.filesystem",
+            "bucket_url",
+            "text",
+            f"under ``--delta-dir`` ({code(str(DEFAULT_DELTA_DIR))})",
+            "Where ``--destination delta`` writes its Delta tables: a folder, ``s3://``, "
+            "``gs://`` or ``az://``, with dlt's credentials for it "
+            "(``DESTINATION__FILESYSTEM__CREDENTIALS__*``).",
+        ),
+        Setting(
+            "load",
+            "delete_completed_jobs",
+            "true or false",
+            default_text(True),
+            "dlt's setting, turned on by feedback-sync: a loaded package's data files are "
+            "deleted from dlt's working folder. Set it to ``false`` to keep them.",
+        ),
+        Setting(
+            runtime,
+            telemetry_key,
+            "true or false",
+            default_text(False),
+            "dlt's anonymous usage telemetry. feedback-sync turns it off for its commands "
+            "and flows unless this is set, in the environment or any settings file dlt "
+            "reads.",
+        ),
+        Setting(
+            "",
+            "FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT",
+            "text",
+            default_text(DUCKDB_MEMORY_LIMIT),
+            "How much memory DuckDB may use in a sync or a models build (``1GB``, ...); it "
+            "spills to disk beyond that.",
+        ),
+        Setting(
+            "",
+            "FEEDBACK_SYNC_KEEP_PACKAGES",
+            "integer",
+            default_text(KEEP_LOADED_PACKAGES),
+            "How many loaded packages stay in dlt's working folder after a good run, for "
+            "``dlt pipeline feedback_sync load-package``; ``0`` keeps all.",
+        ),
+        Setting(
+            "",
+            ERROR_DIR_VARIABLE,
+            "path",
+            code("$XDG_STATE_HOME/feedback-sync/errors"),
+            "Where the trace of an unexpected error is written (scrubbed of secrets). "
+            "Without ``XDG_STATE_HOME``: ``~/.local/state/feedback-sync/errors``.",
+        ),
+        Setting(
+            "",
+            "DLT_PROJECT_DIR",
+            "path",
+            "the current folder",
+            "The folder whose ``.dlt/`` holds the settings files; ``--project-dir`` wins.",
+        ),
+    ]
