@@ -174,8 +174,8 @@ def _json_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON document on stdout instead of the text (its fields: "
-        "docs/reference/json-output.md in feedback-sync's repository); progress and errors stay on stderr",
+        help="print one JSON document on stdout instead of the text (its fields: the "
+        "documentation's JSON output reference); progress and errors stay on stderr",
     )
 
 
@@ -570,7 +570,13 @@ def _sandbox_parser(sub: Any) -> None:
     p.add_argument(
         "--stall-seconds", type=float, default=30.0, help="how long a stalled answer waits"
     )
-    p.add_argument("--timestamp-format", choices=TIMESTAMP_FORMATS, default="contract")
+    p.add_argument(
+        "--timestamp-format",
+        choices=TIMESTAMP_FORMATS,
+        default="contract",
+        help="contract: links in ISO with microseconds and Z, the rest as YYYY-MM-DD HH:MM:SS; "
+        "iso or plain: one format everywhere; mixed: one or the other per row",
+    )
     p.add_argument(
         "--last-page-after",
         choices=LAST_PAGE_AFTER,
@@ -578,7 +584,12 @@ def _sandbox_parser(sub: Any) -> None:
         help="pagination.after on the last page: the contract's cursor, null, "
         "or the request's own cursor repeated",
     )
-    p.add_argument("--announcement-order", choices=ANNOUNCEMENT_ORDERS, default="oldest_first")
+    p.add_argument(
+        "--announcement-order",
+        choices=ANNOUNCEMENT_ORDERS,
+        default="oldest_first",
+        help="the order of GET /v1/announcements",
+    )
     p.add_argument(
         "--page-overlap",
         type=int,
@@ -674,8 +685,10 @@ def _run_sandbox(args: argparse.Namespace) -> int:
 
 def _demo_parser(sub: Any) -> None:
     p = sub.add_parser("demo", help="start the reference server, change data, show a summary")
-    p.add_argument("--scale", default="demo", choices=["tiny", "demo", "large"])
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--scale", default="demo", choices=["tiny", "demo", "large"], help="seeded data size"
+    )
+    p.add_argument("--seed", type=int, default=1, help="data seed (same seed, same data)")
     p.set_defaults(run=_run_demo)
 
 

@@ -343,7 +343,8 @@ def feedback_sync(
             not_built = "run_models is off"
         elif not target.builds_models:
             not_built = (
-                f"they run on DuckDB, Parquet and PostgreSQL targets, not {target.describe()}"
+                f"they run on DuckDB, Parquet, PostgreSQL and Delta targets, not "
+                f"{target.describe()}"
             )
             logger.warning("the SQL models were not built: %s", not_built)
         else:

@@ -1,7 +1,7 @@
 """The DuckDB destination (the default): one DuckDB file.
 
-``data/warehouse.duckdb`` unless ``--duckdb`` or dlt's own setting
-``DESTINATION__DUCKDB__CREDENTIALS`` (``[destination.duckdb] credentials``) names one. The
+``data/warehouse.duckdb`` unless dlt's own setting ``DESTINATION__DUCKDB__CREDENTIALS``
+(``[destination.duckdb] credentials``) names another. The
 models are built in the same file, beside the loaded dataset.
 """
 
