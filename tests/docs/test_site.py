@@ -167,3 +167,16 @@ def test_pages_render_in_chromium_with_their_navigation(
         assert visit.console_errors == []
         assert [r for r in visit.requests if not r.startswith(served)] == []
         assert len(visit.requests) >= 3, "the page, its stylesheet and its script"
+
+
+def test_the_readme_and_the_project_files_link_to_files_that_exist() -> None:
+    """On a code host the README is read in place: its relative links must lead somewhere."""
+    broken = []
+    for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue
+            if not (ROOT / target).exists():
+                broken.append(f"{name}: {target}")
+    assert broken == []
