@@ -56,9 +56,13 @@ def test_sandbox_command_serves_and_prints_url_and_key(tmp_path: Path) -> None:
         assert httpx.get(base.removesuffix("/v1") + "/openapi.json").json()["openapi"]
     finally:
         process.send_signal(signal.SIGINT)
-        out, _err = process.communicate(timeout=20)
+        out, err = process.communicate(timeout=20)
     assert f"base URL: {base}" in out
     assert "API key:  cli-key" in out
+    # Ctrl-C is how the server stops: a clean exit, not an interrupted run
+    assert process.returncode == 0, err
+    assert err.rstrip().endswith("feedback-sync sandbox: stopped")
+    assert "interrupted" not in err
 
 
 def test_sandbox_command_refuses_bad_input() -> None:

@@ -679,7 +679,11 @@ def _run_sandbox(args: argparse.Namespace) -> int:
         with open(partial, "w", encoding="utf-8") as fh:
             json.dump({"base_url": f"{root}/v1", "api_key": app.state.settings.api_key}, fh)
         os.replace(partial, args.ready_file)
-    serve_forever(app, sock)
+    try:
+        serve_forever(app, sock)
+    except KeyboardInterrupt:
+        # Ctrl-C is how this server is meant to stop: not a run that was cut short
+        print("feedback-sync sandbox: stopped", file=sys.stderr)
     return 0
 
 
