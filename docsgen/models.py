@@ -41,6 +41,39 @@ def _singular_tests(root: Path) -> dict[str, str]:
     return out
 
 
+def _derived_views() -> list[str]:
+    """The two staging views the build writes from what landed rather than from a SQL file
+    (``type_drift``, ``custom_fields``): their docstrings, and their columns as an empty
+    warehouse gives them."""
+    import inspect
+
+    import duckdb
+    from feedback_sync.models.project import (
+        CUSTOM_FIELDS,
+        TYPE_DRIFT,
+        custom_fields_sql,
+        type_drift_sql,
+    )
+
+    parts = [
+        "## Views of what landed {#derived}",
+        "Two more staging views are written by each build from the columns the warehouse "
+        "holds (so they follow custom fields and drifted types as they appear), not from "
+        "a SQL file:",
+    ]
+    for name, function in ((TYPE_DRIFT, type_drift_sql), (CUSTOM_FIELDS, custom_fields_sql)):
+        with duckdb.connect() as con:
+            columns = [c[0] for c in con.execute(function("feedback", {})).description or ()]
+        about = (inspect.getdoc(function) or "").split("\n\n", 1)[0]
+        about = about.split(":", 1)[1].strip() if about.startswith("``staging.") else about
+        parts += [
+            f"### {name}",
+            prose(about[:1].upper() + about[1:]),
+            f"- Columns: {codes(columns)}",
+        ]
+    return parts
+
+
 def render(root: Path | None = None) -> str:
     """The page's body for the SQL folder ``root`` (default: the one the package ships)."""
     from feedback_sync.models.project import LAYERS, SQL_DIR, load_project
@@ -89,4 +122,4 @@ def render(root: Path | None = None) -> str:
                     for t in tests
                 ]
                 parts += ["Data tests (each must find no row breaking it):", "\n".join(lines)]
-    return "\n\n".join(parts)
+    return "\n\n".join(parts + _derived_views())

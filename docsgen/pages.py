@@ -78,7 +78,12 @@ PAGES: tuple[Page, ...] = (
     Page(
         "docs/reference/models.md",
         "Staging views and marts",
-        ("sql/staging/*.sql", "sql/marts/*.sql", "sql/tests/*.sql"),
+        (
+            "sql/staging/*.sql",
+            "sql/marts/*.sql",
+            "sql/tests/*.sql",
+            "pipelines/feedback_sync/models/project.py",
+        ),
         "The SQL models every sync builds (and `feedback-sync models` rebuilds): the staging "
         "views and the marts, what one row is, their keys, columns and data tests.",
         models.render,

@@ -364,6 +364,17 @@ def test_every_staging_view_and_mart_is_on_the_models_page(pages: dict[str, str]
         assert f"`{path.stem}`" in page, path.name
 
 
+def test_the_views_a_build_writes_from_what_landed_are_on_the_models_page(
+    pages: dict[str, str],
+) -> None:
+    """``staging.type_drift`` and ``staging.custom_fields`` have no SQL file; the page still
+    lists them, with the columns the build gives them."""
+    page = _page(pages, "models")
+    assert "\n### type_drift\n" in page and "\n### custom_fields\n" in page
+    drift = page.split("\n### type_drift\n", 1)[1].split("\n### ", 1)[0]
+    assert "`value_as_sent`" in drift and "`sent_type`" in drift
+
+
 def test_the_models_page_follows_the_sql_headers(sql_copy: Path) -> None:
     """A column added to a mart's header (and its SQL) is on the page; a description that
     goes on over two lines is there whole."""

@@ -18,6 +18,7 @@ import pytest
 from feedback_sync.app import cli
 from feedback_sync.flows import lineage
 from feedback_sync.flows.lineage import mart_sources
+from feedback_sync.flows.push import feedback_push
 from feedback_sync.flows.sync import feedback_sync
 from feedback_sync.models.project import load_project
 from feedback_sync.sandbox.server import RunningSandbox
@@ -284,6 +285,16 @@ def test_a_missing_writer_limit_fails_before_anything_is_written(
     assert not (flow_env / "other.duckdb").exists()
     report = prefect_server.artifacts(_key(flow_env, "report", "other.duckdb"))
     assert "prefect gcl create feedback-sync-duckdb-other" in report[0]["data"]
+
+
+def test_the_push_flow_names_the_command_when_its_writer_limit_is_missing(
+    flow_env: Path, prefect_server: PrefectApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DESTINATION__DUCKDB__CREDENTIALS", str(flow_env / "other.duckdb"))
+    state = feedback_push(apply=True, return_state=True)
+    assert state.is_failed()
+    assert "prefect gcl create feedback-sync-duckdb-other --limit 1" in str(state.message)
+    assert not (flow_env / "other.duckdb").exists()
 
 
 def test_the_key_comes_from_a_secret_block_when_one_exists(

@@ -529,7 +529,8 @@ def _sandbox_parser(sub: Any) -> None:
         help="run the reference server (the Feedback API v1) on loopback",
         description="Run the reference server: a seeded, local implementation of the "
         "Feedback API v1, with switches for the contract's variants and faults. "
-        "Its /_sandbox control routes need no key: it listens on loopback only.",
+        "Its /_sandbox control routes need no key: it listens on loopback only, unless "
+        "--allow-non-loopback insists.",
     )
     p.add_argument("--host", default="127.0.0.1", help="loopback address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port; 0 picks a free one (default 8765)")
@@ -688,7 +689,13 @@ def _run_sandbox(args: argparse.Namespace) -> int:
 
 
 def _demo_parser(sub: Any) -> None:
-    p = sub.add_parser("demo", help="start the reference server, change data, show a summary")
+    p = sub.add_parser(
+        "demo",
+        help="start the reference server, change data, show a summary",
+        description="The whole loop against the reference server, in one command: start it, "
+        "a full sync into data/demo.duckdb, a change at the server, a normal sync, and a "
+        "summary of what each run did. Needs the [sandbox] extra.",
+    )
     p.add_argument(
         "--scale", default="demo", choices=["tiny", "demo", "large"], help="seeded data size"
     )

@@ -17,12 +17,12 @@ after each completed ``feedback-sync/incremental`` run.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import IO, Any, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.concurrency.sync import concurrency
 
 from feedback_sync.api.settings import load_settings
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
@@ -31,6 +31,7 @@ from feedback_sync.flows import lineage
 from feedback_sync.flows.logs import RunLogStream, forwarded
 from feedback_sync.flows.secrets import api_key
 from feedback_sync.flows.sync import flow_target
+from feedback_sync.flows.writer_slot import take_writer_slot
 from feedback_sync.push.run import PushResult, run_push
 from feedback_sync.push.settings import load_push_settings
 from feedback_sync.redaction import SCRUBBER, install_log_filters
@@ -106,7 +107,8 @@ def feedback_push(
     target = flow_target(destination, dataset, parquet_dir, delta_dir)
     limit = lineage.concurrency_limit(target)
     logger.info("waiting for the writer slot of %s (limit %r)", target.describe(), limit)
-    with concurrency(limit, occupy=1, strict=True):
+    with ExitStack() as held:
+        take_writer_slot(held, limit)
         result = push(target, targets, apply, force)
     report = SCRUBBER.scrub(result.report(load_push_settings().sample_size))
     create_markdown_artifact(

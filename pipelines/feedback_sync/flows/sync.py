@@ -34,17 +34,17 @@ from prefect.assets import Asset, AssetProperties, add_asset_metadata, materiali
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, TaskRun
 from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
-from prefect.concurrency.sync import concurrency
 from prefect.tasks import Task
 
 from feedback_sync.api.settings import load_settings
-from feedback_sync.app.failures import explain, is_transient, limit_missing
+from feedback_sync.app.failures import explain, is_transient
 from feedback_sync.app.sync import SyncResult, check_resources, run_sync
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import ChecksFailed, ConfigError, WriterSlotMissing
 from feedback_sync.flows import artifacts, lineage
 from feedback_sync.flows.logs import RunLogStream, forwarded
 from feedback_sync.flows.secrets import api_key
+from feedback_sync.flows.writer_slot import take_writer_slot
 from feedback_sync.models.checks import (
     Check,
     failed,
@@ -314,17 +314,13 @@ def feedback_sync(
     logger.info("waiting for the writer slot of %s (limit %r)", target.describe(), limit)
     with ExitStack() as held:
         try:
-            held.enter_context(concurrency(limit, occupy=1, strict=True))
-        except ConcurrencySlotAcquisitionError as exc:
-            if not limit_missing(exc):  # the server failed, the limit exists
-                _report_failure(target, mode, f"could not take the writer slot {limit!r}: {exc}")
-                raise
-            missing = (
-                f"no global concurrency limit named {limit!r} on the Prefect server ({exc}); "
-                f"create it once with: prefect gcl create {limit} --limit 1"
-            )
-            _report_failure(target, mode, missing)
-            raise WriterSlotMissing(missing) from None
+            take_writer_slot(held, limit)
+        except WriterSlotMissing as exc:
+            _report_failure(target, mode, str(exc))
+            raise
+        except ConcurrencySlotAcquisitionError as exc:  # the server failed, the limit exists
+            _report_failure(target, mode, f"could not take the writer slot {limit!r}: {exc}")
+            raise
         logger.info("holding the writer slot %r", limit)
         state = sync.with_options(retries=retries, retry_delay_seconds=delays)(
             target, mode == "full", list(selected) if selected else None, return_state=True
