@@ -90,7 +90,9 @@ def loaded() -> list[str]:
     return [
         "## Loaded tables {#loaded}",
         "One root table per resource of the API, keyed by the item's "
-        f"{code(KEY)}, and one child table per list in it, named "
+        f"{code(KEY)} (the service's id of an item, such as `ide_05df114570` for an idea; "
+        "a column that points at another item ends in `_idx`), and one child table per list "
+        "in it, named "
         "`<table>__<field>`; when a parent row comes again, its child rows are replaced "
         "whole. Every row also carries `_dlt_load_id`, the load that last "
         'wrote it; with `delete_mode = "soft"` the root tables have `_deleted_at` too '
@@ -210,7 +212,8 @@ def journal() -> list[str]:
     return [
         "## The push journal {#push-journal}",
         f"`push` records every run and every write in the schema {code(SCHEMA)} of the "
-        "warehouse (on Delta, in its local DuckDB file). How it uses them after a crash: "
+        "warehouse (for Parquet and Delta, in their models.duckdb file, where the models are). "
+        "How it uses them after a crash: "
         "[Failures, crashes and reruns](../explanation/failures.md).",
         *sections,
     ]

@@ -268,9 +268,10 @@ def _sync_parser(sub: Any) -> None:
     p = sub.add_parser(
         "sync",
         help="pull the Feedback API into the warehouse (incremental; --full reads everything)",
-        description="Pull every resource of the Feedback API into DuckDB (default), Parquet "
-        "or any dlt destination. A normal run fetches only what changed where the API "
-        "allows it; --full reads everything and removes rows deleted at the source. "
+        description="Pull every resource of the Feedback API into DuckDB (default), Parquet, "
+        "PostgreSQL, Delta or another dlt destination. A normal run fetches only what "
+        "changed where the API allows it; --full reads everything and removes rows deleted "
+        "at the source. "
         "Settings: section [sources.feedback] of .dlt/config.toml and .dlt/secrets.toml, "
         "or SOURCES__FEEDBACK__* environment variables.",
     )
@@ -345,9 +346,10 @@ def _models_parser(sub: Any) -> None:
         "models",
         help="build the SQL models (staging views, marts) in the warehouse; --list shows them",
         description="Apply the SQL models of sql/ in dependency order: staging views (schema "
-        "staging) and mart tables (schema marts), in the DuckDB warehouse, or for Parquet in "
-        "<parquet-dir>/models.duckdb over views of the files (marts also written to "
-        "<parquet-dir>/marts/), then the marts' data tests (each mart's tests: block and "
+        "staging) and mart tables (schema marts): in the DuckDB file or the PostgreSQL "
+        "database; for Parquet in <parquet-dir>/models.duckdb over views of the files "
+        "(marts also written to <parquet-dir>/marts/); for Delta in <delta-dir>/models.duckdb. "
+        "Then the marts' data tests (each mart's tests: block and "
         "sql/tests/), reported per mart. One transaction: a failing model or data test "
         "changes nothing.",
     )
@@ -469,8 +471,9 @@ def _push_parser(sub: Any) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="send a target even when its desired set is empty or it would change more than "
-        "push.max_change_share of the rows it pushed before",
+        help="send a target even when its desired set is empty or it would update or delete "
+        "more than push.max_change_share of the rows it manages (those it matches at the "
+        "service, and those it pushed before)",
     )
     p.add_argument("--curated-dir", help="folder of curated files (default data/curated)")
     _sql_dir_argument(p)
