@@ -29,6 +29,11 @@ def redact_url(url: str) -> str:
 _KEY_IN_QUERY = re.compile(r"(?i)(api_key=)[^&\s\"']+")
 # a password in a URL's user part: scheme://user:PASSWORD@host
 _URL_PASSWORD = re.compile(r"(?i)([a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/]+@")
+# A secret this short is replaced only where it stands alone (no letter or digit either
+# side): everywhere, a one-letter test key would blank out that letter in every word
+# ("chec*** the base URL"). A longer one is replaced wherever it appears, inside a longer
+# token too (percent-encoded, base64), since no ordinary word holds it by chance.
+_SHORT_SECRET = 8
 
 
 class SecretScrubber(logging.Filter):
@@ -42,17 +47,26 @@ class SecretScrubber(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self._secrets: set[str] = set()
+        self._short: dict[str, re.Pattern[str]] = {}
         self._lock = threading.Lock()
 
     def register(self, secret: str) -> None:
+        if not secret:
+            return
         with self._lock:
-            self._secrets.add(secret)
+            if len(secret) < _SHORT_SECRET:
+                alone = rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])"
+                self._short[secret] = re.compile(alone)
+            else:
+                self._secrets.add(secret)
 
     def scrub(self, text: str) -> str:
         text = _KEY_IN_QUERY.sub(r"\1***", text)
         text = _URL_PASSWORD.sub(r"\1***@", text)
         for secret in self._secrets:
             text = text.replace(secret, "***")
+        for pattern in self._short.values():
+            text = pattern.sub("***", text)
         return text
 
     def filter(self, record: logging.LogRecord) -> bool:
