@@ -5,7 +5,7 @@ which are required, and which column prefixes pack into a JSON object (``attr__s
 becomes the follower attribute ``segment``). ``{{ curated('accounts') }}`` in a push model
 reads, in this order:
 
-1. ``<curated_dir>/accounts.csv`` or ``accounts.parquet`` (DuckDB and Parquet targets;
+1. ``<curated_dir>/accounts.csv`` or ``accounts.parquet`` (DuckDB, Parquet and Delta targets;
    both at once is an error). In a CSV file the declared columns are read as text, exactly
    as written (the push converts them per field, so "00123" stays "00123" and "2500.50"
    stays exact); extra columns take the type DuckDB detects for the whole column;
