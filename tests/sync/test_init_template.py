@@ -1,0 +1,48 @@
+"""``feedback-sync init`` writes a config.toml that names every setting of the sources,
+push and flows sections, each in its section (commented where it has a default or is
+optional): the specs the settings reference is generated from say which there are."""
+
+from __future__ import annotations
+
+import re
+
+from feedback_sync.package_data import package_path
+
+from docsgen.other_settings import settings as other_settings
+from docsgen.settings import spec_sections
+
+
+def _keys_by_section() -> dict[str, set[str]]:
+    text = package_path("app", "templates", "config.toml").read_text(encoding="utf-8")
+    found: dict[str, set[str]] = {}
+    section = ""
+    for line in text.splitlines():
+        header = re.match(r"^#?\s*\[([\w.]+)\]", line)
+        if header:
+            section = header.group(1)
+            continue
+        key = re.match(r"^#?\s*(\w+)\s*=", line)
+        if key:
+            found.setdefault(section, set()).add(key.group(1))
+    return found
+
+
+def test_the_template_names_every_setting_of_the_specs_in_its_section() -> None:
+    template = _keys_by_section()
+    wanted = [
+        (s.section, s.key)
+        for _heading, _anchor, _about, settings in spec_sections()
+        for s in settings
+        if not s.secret  # the API key belongs in secrets.toml
+    ]
+    wanted += [(s.section, s.key) for s in other_settings() if s.section == "flows"]
+    assert len(wanted) > 20
+    missing = [
+        f"[{section}] {key}" for section, key in wanted if key not in template.get(section, set())
+    ]
+    assert missing == []
+
+
+def test_the_secrets_template_holds_the_key_and_nothing_else_of_the_specs() -> None:
+    text = package_path("app", "templates", "secrets.toml").read_text(encoding="utf-8")
+    assert re.search(r"^#?\s*api_key\s*=", text, re.M)
