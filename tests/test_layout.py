@@ -119,3 +119,20 @@ def test_the_package_description_is_the_readmes_opening(wheel: zipfile.ZipFile) 
         r"\]\(|<a |https?://(?!feedback\.example\.com|127\.0\.0\.1:8765/)", description
     )
     assert "./run" not in description  # the checkout's commands stay in the README
+
+
+def test_no_code_uses_duckdbs_module_level_connection() -> None:
+    """``duckdb.sql``/``execute``/``query`` run on one connection the whole process shares: a
+    result left half-read there (a ``fetchone()``) makes the next user fail with "connection
+    has an unfinished result", in a user's notebook as in a test worker. Every query opens
+    a connection of its own."""
+    pattern = re.compile(r"\bduckdb\.(sql|execute|query|sql_query)\(")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for folder in ("pipelines", "flows", "tests", "bench", "reliability", "docsgen")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if "node_modules" not in path.parts
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line) and "re.compile" not in line
+    ]
+    assert found == []

@@ -32,9 +32,15 @@ def _writer_limit(target: Target) -> None:
 
 
 def _materialized(api: PrefectApi, state: Any) -> dict[str, Any]:
+    """The run's materialization events, once every asset the run says it reported has one
+    (events reach the server asynchronously: a count alone returned before the last)."""
     run_id = str(state.state_details.flow_run_id)
-    events = api.wait_for(lambda: list(api.materializations(run_id).values()), len(COLUMNS) + 9)
-    return {e["resource"]["prefect.resource.id"]: e for e in events}
+    reported = state.result()["assets"]
+    assert len(reported) > len(COLUMNS), reported
+    events = api.wait_for(lambda: list(api.materializations(run_id).values()), len(reported))
+    by_key = {e["resource"]["prefect.resource.id"]: e for e in events}
+    assert set(by_key) == set(reported)
+    return by_key
 
 
 def test_the_flow_into_delta_tables(flow_env: Path, prefect_server: PrefectApi) -> None:

@@ -265,9 +265,10 @@ def test_parquet_models_match_the_duckdb_ones(harness: Harness) -> None:
             assert file.exists(), file
             order = ", ".join(model.key)
             from_duckdb = con.execute(f"select * from marts.{model.name} order by {order}")
-            from_parquet = duckdb.execute(
-                f"select * from read_parquet('{file}') order by {order}"
-            ).fetchall()
+            with duckdb.connect() as files:  # not the module's connection, shared by the worker
+                from_parquet = files.execute(
+                    f"select * from read_parquet('{file}') order by {order}"
+                ).fetchall()
             assert from_duckdb.fetchall() == from_parquet, model.name
     finally:
         con.close()

@@ -24,5 +24,8 @@ def test_wide_rows_export_within_the_default_memory_limit(tmp_path: Path) -> Non
         write_parquet(con.execute, "t", final)
     finally:
         con.close()
-    assert duckdb.execute(f"select count(*) from '{final}'").fetchone() == (200_000,)
+    # a connection of its own: a fetchone() leaves its result open, and DuckDB's module-level
+    # connection is shared by every test this worker runs
+    with duckdb.connect() as check:
+        assert check.execute(f"select count(*) from '{final}'").fetchone() == (200_000,)
     assert not list(tmp_path.glob(".*.partial"))

@@ -135,10 +135,11 @@ def test_idea_versions_follow_the_recorded_moves(on: Harness) -> None:
     if h.destination == "parquet":  # the exported file holds the same versions
         assert (h.tmp / "parquet" / "history_checks.parquet").exists()
         file = h.tmp / "parquet" / "ideas_history.parquet"
-        exported = duckdb.sql(
-            f"select idea_idx, status_idx, valid_from, valid_to, is_current "
-            f"from read_parquet('{file}') order by all"
-        ).fetchall()
+        with duckdb.connect() as files:  # not the module's connection, shared by the worker
+            exported = files.execute(
+                f"select idea_idx, status_idx, valid_from, valid_to, is_current "
+                f"from read_parquet('{file}') order by all"
+            ).fetchall()
         assert exported == sorted(
             (idx, *row[:1], *row[3:]) for idx, rows in history.items() for row in rows
         )
