@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.support.browser import open_page
-from tests.support.site import ROOT, build, build_site, copy_inputs, included_files
+from tests.support.site import INCLUDE, ROOT, build, build_site, copy_inputs, included_files
 
 DOCS = ROOT / "docs"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -50,7 +50,7 @@ def _text_of(page: Path) -> str:
     """A page as a reader gets it: with the files it includes in place, without the HTML
     comments the reader does not see (a note for contributors may name a test there)."""
     text = page.read_text(encoding="utf-8")
-    for name in re.findall(r'^--8<-- "([^"]+)"\s*$', text, re.M):
+    for name in INCLUDE.findall(text):
         text += "\n" + (ROOT / name).read_text(encoding="utf-8")
     return re.sub(r"<!--.*?-->", "", text, flags=re.S)
 
