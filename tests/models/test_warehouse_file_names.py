@@ -33,6 +33,7 @@ from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 from feedback_sync.sandbox.testing import TEST_API_KEY
 
+from tests.support.cli import said_lines
 from tests.support.pages import comparable
 
 PROJECT = load_project()
@@ -220,7 +221,7 @@ def test_a_name_no_run_can_use_is_refused_in_one_line(
         for command in (["sync"], ["models"], ["report"], ["push"], ["status"]):
             code, _, err = _cli(*command, "--dataset", dataset)
             assert code == 2, f"{command}: {err}"
-            assert err.count("\n") == 1 and said in err and str(file) in err, err
+            assert len(said_lines(err)) == 1 and said in err and str(file) in err, err
     assert not file.exists()
 
 
@@ -234,7 +235,7 @@ def test_the_models_file_beside_parquet_is_checked_too(
     monkeypatch.chdir(tmp_path)
     for command in ("sync", "models", "push"):
         code, _, err = _cli(command, "--destination", "parquet", "--dataset", "models")
-        assert code == 2 and err.count("\n") == 1, err
+        assert code == 2 and len(said_lines(err)) == 1, err
         models_file = Path("data", "parquet", "models.duckdb")
         assert f"{models_file} is named like the dataset 'models'" in err
         assert "pass another --dataset" in err and "rename" not in err

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from feedback_sync.sandbox.server import RunningSandbox
 
+from tests.support.cli import said_lines
 from tests.support.postgres import Server
 from tests.sync.harness import PostgresReader
 
@@ -68,7 +69,7 @@ def test_sync_models_and_status_into_postgres_leave_the_password_nowhere(
     assert failed.returncode == 2, failed.stdout + failed.stderr
     assert "the destination refused the login" in failed.stderr
     assert "password authentication failed" in failed.stderr
-    assert "Traceback" not in failed.stderr and len(failed.stderr.splitlines()) == 1
+    assert "Traceback" not in failed.stderr and len(said_lines(failed.stderr)) == 1
     # a server that is not there: exit 1 (a later run may succeed), one line
     gone = dict(
         env,

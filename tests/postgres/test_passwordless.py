@@ -20,6 +20,7 @@ from feedback_sync.sandbox.server import RunningSandbox
 from feedback_sync.warehouse.target import Target
 
 from tests.support import postgres
+from tests.support.cli import said_lines
 from tests.support.postgres import Server
 from tests.sync.harness import Harness
 
@@ -266,7 +267,7 @@ def test_no_password_anywhere_is_one_line_exit_2_and_nothing_written(
     env = _env(live_sandbox, dsn, tmp_path / "home")
     sync = _sync(env, tmp_path)
     assert sync.returncode == 2, sync.stdout + sync.stderr
-    lines = sync.stderr.splitlines()
+    lines = said_lines(sync.stderr)
     assert len(lines) == 1 and "Traceback" not in sync.stderr, sync.stderr
     assert "the destination's server wants a password and none was given" in lines[0]
     assert "PGPASSWORD" in lines[0] and "~/.pgpass" in lines[0]

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from feedback_sync.app.cli import STARTING_LINE
 from feedback_sync.sandbox.server import RunningSandbox
 
 CLI = [str(Path(sys.executable).with_name("feedback-sync"))]
@@ -25,3 +26,10 @@ def cli_env(server: RunningSandbox, folder: Path, **extra: str) -> dict[str, str
         "DLT_DATA_DIR": str(folder / "dlt"),
         **extra,
     }
+
+
+def said_lines(stderr: str) -> list[str]:
+    """``stderr``'s lines without the sync's first line, which says only that the run
+    started (it comes before the settings are read): what a failure said, in full."""
+    lines = stderr.strip().splitlines()
+    return lines[1:] if lines[:1] == [STARTING_LINE] else lines

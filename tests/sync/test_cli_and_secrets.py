@@ -17,6 +17,7 @@ from feedback_sync.errors import ConfigError
 from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.push.helpers import accounts, push, write_csv
+from tests.support.cli import said_lines
 from tests.sync.harness import Harness
 
 CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
@@ -207,7 +208,7 @@ def test_a_base_url_without_the_version_is_one_line_at_the_command(tmp_path: Pat
     )
     done = _cli(["sync"], env, tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
+    assert said_lines(done.stderr) == [
         "feedback-sync sync: error: SOURCES__FEEDBACK__BASE_URL (base_url in "
         "[sources.feedback]) must end with the API's version segment /v1, as in "
         "http://127.0.0.1:9/api/v1; got 'http://127.0.0.1:9/api'"

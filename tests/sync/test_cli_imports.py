@@ -12,8 +12,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from feedback_sync.app.cli import STARTING_LINE
 from feedback_sync.app.status import render
 
+from tests.support.cli import said_lines
 from tests.sync.harness import Harness
 
 HEAVY = (
@@ -76,6 +78,8 @@ def _probe(
         (["sync", "--no-such-flag"], 2),
         (["sync", "--dataset", "not a name"], 2),
         (["sync", "--wait", "-1"], 2),
+        (["sync", "--resources", "no_such_resource"], 2),
+        (["sync", "--sql-dir", "no-such-folder"], 2),
         (["no-such-command"], 2),
     ],
 )
@@ -88,9 +92,9 @@ def test_help_and_bad_arguments_import_nothing_heavy(argv: list[str], code: int)
 
 def test_the_probe_sees_a_command_that_does_import_dlt() -> None:
     """The probe can fail: a sync with valid arguments imports dlt (and then refuses the
-    unknown resource)."""
-    result = _probe(["sync", "--resources", "no_such_resource"])
-    assert "dlt" in result["heavy"], result
+    setting dlt read: a base URL without the API's version)."""
+    result = _probe(["sync"], env={"SOURCES__FEEDBACK__BASE_URL": "http://127.0.0.1:9/api"})
+    assert result["code"] == 2 and "dlt" in result["heavy"], result
 
 
 def test_the_source_keeps_its_section(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -387,3 +391,38 @@ def test_each_pipeline_takes_the_duckdb_settings_of_its_own_start(
         credentials = target.pipeline().destination_client().config.credentials  # type: ignore[attr-defined]
         seen.append((credentials.global_config["memory_limit"], credentials.pragmas))
     assert seen == [("300MB", ["enable_progress_bar"]), ("400MB", ["enable_profiling"])]
+
+
+FIRST_LINE_PROBE = """
+import io, json, sys
+from feedback_sync.app.cli import main
+
+class Watched(io.StringIO):
+    first = None
+    def write(self, text):
+        if Watched.first is None:  # what had been imported when the first line came
+            Watched.first = (text, "dlt" in sys.modules)
+        return super().write(text)
+
+sys.stderr = Watched()
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "first": Watched.first, "said": sys.stderr.getvalue()}))
+"""
+
+
+def test_a_sync_says_it_started_before_its_imports(tmp_path: Path) -> None:
+    """The sync's first line comes before dlt's import (half a second or more): a person
+    sees the run begin at once. A setting found bad after it is still one error line."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_LINE_PROBE, "sync"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_environment({"SOURCES__FEEDBACK__BASE_URL": "http://127.0.0.1:9/api"}),
+        cwd=tmp_path,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["code"] == 2, result
+    assert result["first"] == [STARTING_LINE, False], result
+    (error,) = said_lines(result["said"])
+    assert error.startswith("feedback-sync sync: error: SOURCES__FEEDBACK__BASE_URL"), error

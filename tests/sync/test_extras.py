@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import said_lines
+
 PROBE = """
 import json, sys
 for name in {hidden!r}:
@@ -34,7 +36,7 @@ def _run(tmp_path: Path, hidden: list[str], argv: list[str]) -> tuple[int, list[
         timeout=120,
     )
     assert done.stdout.strip(), done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr.strip().splitlines()
+    return json.loads(done.stdout.strip().splitlines()[-1]), said_lines(done.stderr)
 
 
 @pytest.mark.parametrize(

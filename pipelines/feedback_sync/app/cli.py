@@ -297,6 +297,10 @@ def _sync_parser(sub: Any) -> None:
     p.set_defaults(run=_run_sync)
 
 
+# The sync's first line, printed before its imports (`_run_sync`).
+STARTING_LINE = "sync: starting ..."
+
+
 def _run_sync(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
@@ -307,10 +311,21 @@ def _run_sync(args: argparse.Namespace) -> int:
         raise UsageError("--resources needs at least one resource name")
     lock_wait = _wait(args)
     target = _target(args)  # bad arguments are answered before the sync's imports
+    from feedback_sync.source.resources import check_resources
+
+    try:
+        check_resources(resources)
+        if args.sql_dir is not None and not args.no_models:
+            from feedback_sync.models.sqlfile import models_folder
+
+            models_folder("--sql-dir", args.sql_dir)  # read again, with its setting, by the run
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     started = _STARTED if _STARTED is not None else time.perf_counter()
-    # No line before the imports, though dlt's take half a second: the settings are dlt's
-    # to resolve (importing any part of dlt imports all of it), and a bad one must be
-    # answered in one line, not after a line saying the run started.
+    # A first line before the imports (dlt's take half a second or more, and the settings
+    # are dlt's to resolve): a person sees the run begin at once. A bad setting found after
+    # it is still one error line; this one only says the run started.
+    print(STARTING_LINE, file=sys.stderr, flush=True)
     with _heavy_imports():
         from feedback_sync.app.sync import run_sync
 

@@ -32,11 +32,11 @@ from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.app.failures import terminal_job_failure
-from feedback_sync.errors import ConfigError, LoadFailed, ModelError
+from feedback_sync.errors import LoadFailed, ModelError
 from feedback_sync.progress import Figures, Progress
 from feedback_sync.redaction import redact_url
 from feedback_sync.source.context import SyncRun
-from feedback_sync.source.resources import COMPLETE_WHEN_FULL, PARENT_KEYS
+from feedback_sync.source.resources import COMPLETE_WHEN_FULL, PARENT_KEYS, check_resources
 from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.source.source import feedback
@@ -173,18 +173,6 @@ def _figures(run: SyncRun) -> Figures:
         requests_by={name: n for name, n in requests.items() if n},
         rows_by={name: stats.rows_by_resource.get(name, 0) for name, n in requests.items() if n},
     )
-
-
-def check_resources(names: Sequence[str] | None) -> tuple[str, ...] | None:
-    if not names:
-        return None
-    unknown = [n for n in names if n not in RESOURCES]
-    if unknown:
-        raise ConfigError(
-            f"--resources: unknown {', '.join(map(repr, unknown))}; "
-            f"choose from {', '.join(RESOURCES)}"
-        )
-    return tuple(dict.fromkeys(names))
 
 
 def run_sync(

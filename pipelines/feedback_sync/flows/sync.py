@@ -38,7 +38,7 @@ from prefect.tasks import Task
 
 from feedback_sync.api.settings import load_settings
 from feedback_sync.app.failures import explain, is_transient
-from feedback_sync.app.sync import SyncResult, check_resources, run_sync
+from feedback_sync.app.sync import SyncResult, run_sync
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import ChecksFailed, ConfigError, WriterSlotMissing
 from feedback_sync.flows import artifacts, lineage
@@ -57,6 +57,7 @@ from feedback_sync.models.project import BuildResult, load_project
 from feedback_sync.models.project import apply as apply_models
 from feedback_sync.redaction import SCRUBBER, install_log_filters
 from feedback_sync.source.resources import NAMES as RESOURCES
+from feedback_sync.source.resources import check_resources
 from feedback_sync.warehouse import history
 from feedback_sync.warehouse.target import Target
 

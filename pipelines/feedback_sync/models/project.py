@@ -39,10 +39,10 @@ from typing import Any
 import dlt
 import duckdb
 
-from feedback_sync.errors import ConfigError, DataTestsFailed, ModelError
+from feedback_sync.errors import DataTestsFailed, ModelError
 from feedback_sync.models import datatests
 from feedback_sync.models.datatests import DataTest, Outcome
-from feedback_sync.models.sqlfile import calls, read_header, substitute
+from feedback_sync.models.sqlfile import calls, models_folder, read_header, substitute
 from feedback_sync.package_data import package_path
 from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields
@@ -126,12 +126,7 @@ def sql_dir(chosen: str | Path | None = None) -> Path:
         setting = "MODELS__SQL_DIR (sql_dir in [models])"
     if chosen is None:
         return SQL_DIR
-    if not isinstance(chosen, str | Path) or not str(chosen).strip():
-        raise ConfigError(f"{setting} must be a folder path, got {chosen!r}")
-    root = Path(chosen).expanduser()
-    if not root.is_dir():
-        raise ConfigError(f"{setting} {root}: no such folder (the SQL models' folder)")
-    return root
+    return models_folder(setting, chosen)
 
 
 def load_project(root: Path | None = None) -> Project:

@@ -13,9 +13,11 @@ This module imports nothing heavy: the command line's parser and ``status`` read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+from feedback_sync.errors import ConfigError
 
 # the dlt source's name, and so its schema's: the section of its settings and state
 SOURCE_NAME = "feedback"
@@ -204,3 +206,19 @@ COMPLETE_WHEN_FULL: frozenset[str] = frozenset(r.name for r in RESOURCES if r.re
 def declared_tables() -> dict[str, dict[str, str]]:
     """The declared column types of every table the resources land."""
     return {table: columns for r in RESOURCES for table, columns in r.tables().items()}
+
+
+def check_resources(names: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``--resources``' names, each once, in the order given (None: all of them).
+
+    Raises:
+        ConfigError: a name is not a resource's.
+    """
+    if not names:
+        return None
+    unknown = [n for n in names if n not in NAMES]
+    if unknown:
+        raise ConfigError(
+            f"--resources: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(NAMES)}"
+        )
+    return tuple(dict.fromkeys(names))
