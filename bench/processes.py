@@ -2,7 +2,8 @@
 
 A measured run is one child process, so its wall time, CPU time (user + system) and peak
 RSS come from the kernel (``os.wait4``) for that process alone, dlt's and DuckDB's threads
-included. Requests are counted by the sandbox's request log, not by the client.
+included. Requests are counted by the sandbox's request log, not by the client. Its
+stderr passes through a pipe, so the time of its first line is known too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +161,10 @@ class Run:
     # landed per table
     endpoints: dict[str, int] | None = None
     tables: dict[str, int] | None = None
+    # the fixed cost a person sees, for the syncs: seconds from the process's start to its
+    # first line (on stderr), and its wall time less the "finished in" its summary said
+    first_line_s: float | None = None
+    untold_s: float | None = None
 
     @property
     def rows_per_s(self) -> float | None:
@@ -184,17 +190,35 @@ class Measured:
     cpu_s: float
     peak_rss_mb: float
     stdout: str
+    # seconds from the start to the end of the first line on stderr (None: it wrote none)
+    first_line_s: float | None = None
 
 
 def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) -> Measured:
     """Runs ``argv`` to its end; raises with its output if it exits other than ``expect``."""
     out = cwd / ".bench-stdout"
     err = cwd / ".bench-stderr"
-    with out.open("w") as stdout, err.open("w") as stderr:
+    first_line: list[float] = []
+    with out.open("w") as stdout, err.open("wb") as stderr:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr)
+        process = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, bufsize=0
+        )
+        pipe = process.stderr
+        assert pipe is not None
+
+        def copy() -> None:  # the pipe into the file, noting when the first line ended
+            while chunk := pipe.read(65536):
+                if not first_line and b"\n" in chunk:
+                    first_line.append(time.perf_counter() - started)
+                stderr.write(chunk)
+
+        reader = threading.Thread(target=copy, daemon=True)
+        reader.start()
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
+        reader.join(timeout=10)  # a child of the child could hold the pipe: not waited for
+        pipe.close()
     # wait4 reaped the child; Popen must know, or it would wait for it again
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != expect:
@@ -207,4 +231,5 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) ->
         cpu_s=usage.ru_utime + usage.ru_stime,
         peak_rss_mb=usage.ru_maxrss / 1024,
         stdout=out.read_text(),
+        first_line_s=first_line[0] if first_line else None,
     )

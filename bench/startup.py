@@ -27,8 +27,9 @@ BAD_ARGUMENT = "feedback-sync sync --wait -1 (an argument error)"
 STATUS = "feedback-sync status (DuckDB)"
 SANDBOX = "feedback-sync sandbox, until listening"
 NOOP = "normal sync, nothing changed, models included"
-# targets: run name -> the median's limit in seconds
-LIMITS = {HELP: 0.4, BAD_ARGUMENT: 0.4, STATUS: 0.4, SANDBOX: 0.4, NOOP: 2.0}
+# targets: run name -> the median's limit in seconds (the sync with nothing to do: issue 36's
+# 1.3 s, where issue 17 asked for 2 s)
+LIMITS = {HELP: 0.4, BAD_ARGUMENT: 0.4, STATUS: 0.4, SANDBOX: 0.4, NOOP: 1.3}
 
 
 def _median(

@@ -125,6 +125,12 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     capped = by_name[("0 ms", "normal sync after 1% change, DuckDB capped at 64MB")]
     assert capped == by_name[("0 ms", "normal sync after 1% change")]
     assert "| full sync (DuckDB) / raw fetch, tiny, +0 ms |" in text
+    # the fixed cost a person sees: the first line, and the time the summary did not count
+    for what in ("first line (s from its start)", 'wall time less its "finished in"'):
+        (line,) = [t for t in text.splitlines() if t.startswith(f"| full sync (DuckDB): {what}")]
+        value = float(line.split(" | ")[1])
+        assert -0.1 < value < 30, line  # the first line came; the summary's time is close
+        assert "| <= 0.3 |" in line and line.endswith("| median of 2 |"), line
     # history on and off: the same requests, and the ratios against their limits
     for name in PAIRS:
         assert by_name[("0 ms", name)] == by_name[("0 ms", "normal sync after 1% change")]
@@ -192,7 +198,9 @@ def test_the_tuned_peer_and_the_start_up_limits() -> None:
     helped = found["feedback-sync --help, demo (s, median of 1)"]
     assert helped.met is False and helped.limit == "< 0.4"
     idle = found["normal sync, nothing changed, models included, demo (s, median of 3)"]
-    assert idle.value == 1.9 and idle.met is True and idle.detail == "1.80, 1.90, 2.20"
+    # issue 36's 1.3 s (issue 17 asked for 2 s)
+    assert idle.value == 1.9 and idle.met is False and idle.detail == "1.80, 1.90, 2.20"
+    assert idle.limit == "< 1.3"
 
 
 def test_write_results_creates_the_file_when_missing(tmp_path: Path) -> None:
@@ -237,8 +245,13 @@ def test_profile_sums_samples_by_phase_and_by_function() -> None:
 def test_a_repeated_run_is_its_median_trial_with_every_time() -> None:
     trials = [_run("full sync -> DuckDB", wall) for wall in (2.6, 2.2, 2.4, 3.1)]
     trials[2].steps = "fetch 1.4s, load 0.4s"
+    fixed = [(0.5, 0.0), (0.2, 0.1), (0.3, 0.05), (0.1, 0.2)]
+    for trial, (first, untold) in zip(trials, fixed, strict=True):
+        trial.first_line_s, trial.untold_s = first, untold
     median = median_run(trials)
     assert median.wall_s == 2.4 and median.steps == "fetch 1.4s, load 0.4s"
+    # the fixed costs are the median of every trial's, not the median trial's
+    assert (median.first_line_s, median.untold_s) == (0.2, 0.05)
     assert median.repeats == [2.6, 2.2, 2.4, 3.1]
     assert trials[2].repeats is None  # the trials themselves are left as measured
     assert median_run(trials[:1]) is trials[0]
