@@ -46,7 +46,7 @@ RUNS = (
     "normal sync after 1% change",
     "normal sync after 1% change, from a copy: history on",
     "normal sync after 1% change, from a copy: history off",
-    "normal sync after 1% change, DuckDB capped at 64MB",
+    "normal sync after 1% change, DuckDB capped at 128MB",
 )
 COMPARED = set(RUNS[:6])
 # the history pairs: at least 3 trials each
@@ -122,7 +122,7 @@ def test_the_bench_command_runs_at_tiny_and_writes_every_figure(tmp_path: Path) 
     by_name = {(r.split(" | ")[1], r.split(" | ")[2]): r.split(" | ")[8] for r in rows}
     assert by_name[("0 ms", "raw fetch (floor)")] == by_name[("0 ms", "full sync -> DuckDB")]
     # the capped run syncs the same change from a copy of the warehouse taken before it
-    capped = by_name[("0 ms", "normal sync after 1% change, DuckDB capped at 64MB")]
+    capped = by_name[("0 ms", "normal sync after 1% change, DuckDB capped at 128MB")]
     assert capped == by_name[("0 ms", "normal sync after 1% change")]
     assert "| full sync (DuckDB) / raw fetch, tiny, +0 ms |" in text
     # the fixed cost a person sees: the first line, and the time the summary did not count

@@ -349,3 +349,32 @@ def test_a_failing_history_step_keeps_the_data_and_the_next_run_records_it(
     assert again.history_error is None
     last = versions(h, "ideas_history", "status_idx")[idea][-1]
     assert last[0] == status and last[1] == moved_at and last[-1] is True
+
+
+def test_a_history_step_out_of_duckdb_memory_names_the_setting(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's own out-of-memory error, raised in the history step, says which setting
+    gives DuckDB more (``FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT``); the data is kept."""
+    import duckdb
+    from feedback_sync.warehouse import history
+
+    def starved(*args: Any, **kwargs: Any) -> Any:
+        con = duckdb.connect(config={"memory_limit": "2MB", "threads": 1})
+        try:
+            con.execute("select list(range) from range(2000000)").fetchall()
+        except duckdb.OutOfMemoryException as exc:  # raised as dlt's client raises it
+            raise RuntimeError("the warehouse failed") from exc
+        finally:
+            con.close()
+        raise AssertionError("DuckDB did not run out of its 2MB")
+
+    monkeypatch.setenv("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", "300MB")
+    monkeypatch.setattr(history, "record", starved)
+    failed = harness.sync(full=True, models=False)
+    error = failed.history_error or ""
+    assert error.startswith("DuckDB ran out of the memory it may use (Out of Memory Error"), error
+    assert error.endswith("raise FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT (now 300MB)"), error
+    assert "\n" not in error
+    for con in harness.connect():
+        assert con.execute("select count(*) from feedback.ideas").fetchone() != (0,)

@@ -120,6 +120,15 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 + str(error).split("\n")[0],
                 1,
             )
+    for error in chain:
+        if type(error).__name__ == "OutOfMemoryException":  # DuckDB's, under its limit
+            from feedback_sync.warehouse.target import duckdb_memory_limit
+
+            return (
+                f"DuckDB ran out of the memory it may use ({_first_line(error)}): raise "
+                f"FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT (now {duckdb_memory_limit()})",
+                1,
+            )
     return None, 1
 
 

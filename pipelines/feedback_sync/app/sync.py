@@ -31,7 +31,7 @@ import httpx
 from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.api.settings import FeedbackSettings, load_settings
-from feedback_sync.app.failures import terminal_job_failure
+from feedback_sync.app.failures import explain, terminal_job_failure
 from feedback_sync.errors import LoadFailed, ModelError
 from feedback_sync.progress import Figures, Progress
 from feedback_sync.redaction import redact_url
@@ -466,9 +466,10 @@ def _record_history(
     try:
         recorded = target.record_history(pipeline, entities, done, run_at, mode)
     except Exception as exc:  # the data is loaded; this run says the history failed
+        said, _ = explain(exc)
         text = str(exc).strip().splitlines()
-        result.history_error = f"{type(exc).__name__}: {text[0] if text else 'no detail'}"
-        log.warning("the history step failed; the next run tries again: %s", exc)
+        result.history_error = said or f"{type(exc).__name__}: {text[0] if text else 'no detail'}"
+        log.warning("the history step failed; the next run tries again: %s", result.history_error)
         return
     for table, done_here in recorded.items():
         mine = result.versions.setdefault(table, history.Recorded())

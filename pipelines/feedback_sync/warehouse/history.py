@@ -93,6 +93,9 @@ READS = {entity.table: entity.reads for entity in ENTITIES.values()}
 # needs no more than which months have ended
 CHECKS_TABLE = "history_checks"
 HISTORY_TABLES = frozenset(entity.table for entity in ENTITIES.values()) | {CHECKS_TABLE}
+# the temporary table an entity's current state is staged in while it is compared (the
+# session's own: DuckDB's temp catalog, PostgreSQL's pg_temp), dropped after
+STAGED = "history_current"
 
 
 def chosen(choices: dict[str, bool | None], dialect: str | None, where: str) -> tuple[str, ...]:
@@ -390,10 +393,17 @@ def _record_one(
         n for n in existing if n not in current.fields and n != entity.key and n not in VALIDITY
     ]
     fields = list(current.fields) + gone_fields
-    cur = current.sql
+    # the current state, computed once into a temporary table that the statements below
+    # read: the query behind it (a companies' window over every follower's copy) run
+    # inside an update's join needs all of it in memory at once, and failed with DuckDB's
+    # memory limit at 64MB on 200,000 followers, where built on its own it spills
+    staged = sql.col(STAGED)
+    sql.client.execute_sql(f"drop table if exists {staged}")
+    sql.client.execute_sql(f"create temporary table {staged} as {current.sql}")
+    cur = f"select * from {staged}"
     if gone_fields:
         extra = ", ".join(f"{sql.typed_null(existing[n])} as {sql.col(n)}" for n in gone_fields)
-        cur = f"select c.*, {extra} from ({current.sql}) c"
+        cur = f"select c.*, {extra} from {staged} c"
     before = _counts(sql, history)
     kinds = {**existing, **current.fields}
     differs = " or ".join(sql.differs(n, kinds[n]) for n in fields)
@@ -409,7 +419,7 @@ def _record_one(
     if closes_gone:
         sql.client.execute_sql(
             f"update {history} set {valid_to} = greatest(%s, {valid_from}), {is_current} = false "
-            f"where {is_current} and {key} not in (select {key} from ({current.sql}) as c)",
+            f"where {is_current} and {key} not in (select {key} from {staged})",
             run_at,
         )
     columns = ", ".join(sql.col(n) for n in fields)
@@ -427,6 +437,7 @@ def _record_one(
         run_at,
         run_at,
     )
+    sql.client.execute_sql(f"drop table {staged}")
     after = _counts(sql, history)
     opened = after[0] - before[0]
     return Recorded(opened=opened, closed=before[1] + opened - after[1], rows=after[0])
