@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -194,6 +194,15 @@ class Measured:
     first_line_s: float | None = None
 
 
+def _copy(pipe: IO[bytes], into: IO[bytes], started: float, first_line: list[float]) -> None:
+    """``pipe`` into ``into`` to its end, noting when its first line ended in
+    ``first_line``."""
+    while chunk := pipe.read(65536):
+        if not first_line and b"\n" in chunk:
+            first_line.append(time.perf_counter() - started)
+        into.write(chunk)
+
+
 def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) -> Measured:
     """Runs ``argv`` to its end; raises with its output if it exits other than ``expect``."""
     out = cwd / ".bench-stdout"
@@ -204,21 +213,17 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) ->
         process = subprocess.Popen(
             argv, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, bufsize=0
         )
-        pipe = process.stderr
-        assert pipe is not None
-
-        def copy() -> None:  # the pipe into the file, noting when the first line ended
-            while chunk := pipe.read(65536):
-                if not first_line and b"\n" in chunk:
-                    first_line.append(time.perf_counter() - started)
-                stderr.write(chunk)
-
-        reader = threading.Thread(target=copy, daemon=True)
+        assert process.stderr is not None
+        reader = threading.Thread(
+            target=_copy, args=(process.stderr, stderr, started, first_line), daemon=True
+        )
         reader.start()
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
-        reader.join(timeout=10)  # a child of the child could hold the pipe: not waited for
-        pipe.close()
+        reader.join(timeout=30)
+        if reader.is_alive():  # a child of the child holds the pipe: the rest is not read
+            raise RuntimeError(f"{' '.join(argv[:4])} ... left its stderr open after exiting")
+        process.stderr.close()
     # wait4 reaped the child; Popen must know, or it would wait for it again
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != expect:

@@ -46,6 +46,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -388,8 +389,8 @@ def median_run(runs: list[Run]) -> Run:
     middle.repeats = [r.wall_s for r in runs]
     # the fixed costs: the median of every trial's (the low one of the middle two)
     for name in ("first_line_s", "untold_s"):
-        values = sorted(v for r in runs if (v := getattr(r, name)) is not None)
-        setattr(middle, name, values[(len(values) - 1) // 2] if values else None)
+        values = [v for r in runs if (v := getattr(r, name)) is not None]
+        setattr(middle, name, statistics.median_low(values) if values else None)
     return middle
 
 

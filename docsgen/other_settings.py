@@ -144,9 +144,9 @@ def settings() -> list[Setting]:
             "text",
             default_text(DUCKDB_MEMORY_LIMIT),
             "How much memory DuckDB may use in a sync or a models build (``1GB``, ...); it "
-            "spills to disk beyond that where it can. A step that needs more at once fails "
-            "with a line naming this setting (the history step of 200,000 followers needs "
-            "more than ``64MB``; ``128MB`` is enough).",
+            "spills to disk beyond that where it can. The history step of 200,000 followers "
+            "needs more than ``64MB`` at once (``128MB`` is enough): below what it needs, it "
+            "fails with a line naming this setting, and the synced data is kept.",
         ),
         Setting(
             "",

@@ -90,10 +90,11 @@ def test_help_and_bad_arguments_import_nothing_heavy(argv: list[str], code: int)
     assert heavy == [], f"{argv} imported {heavy}"
 
 
-def test_the_probe_sees_a_command_that_does_import_dlt() -> None:
+def test_the_probe_sees_a_command_that_does_import_dlt(tmp_path: Path) -> None:
     """The probe can fail: a sync with valid arguments imports dlt (and then refuses the
     setting dlt read: a base URL without the API's version)."""
-    result = _probe(["sync"], env={"SOURCES__FEEDBACK__BASE_URL": "http://127.0.0.1:9/api"})
+    env = {"SOURCES__FEEDBACK__BASE_URL": "http://127.0.0.1:9/api"}
+    result = _probe(["sync"], env=env, cwd=tmp_path)
     assert result["code"] == 2 and "dlt" in result["heavy"], result
 
 

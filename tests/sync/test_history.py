@@ -378,3 +378,29 @@ def test_a_history_step_out_of_duckdb_memory_names_the_setting(
     assert "\n" not in error
     for con in harness.connect():
         assert con.execute("select count(*) from feedback.ideas").fetchone() != (0,)
+
+
+def test_a_table_named_like_the_staged_state_is_left_alone(harness: Harness) -> None:
+    """On DuckDB the step stages each entity's current state in a temporary table named
+    ``history_current``: a table of that name in the dataset is not the one dropped, and
+    the versions are recorded as ever."""
+    import duckdb
+
+    h = harness
+    h.sync(full=True, models=False)
+    path = h.target("duckdb").duckdb_file()
+    assert path is not None
+    with duckdb.connect(str(path)) as con:
+        con.execute("create table feedback.history_current (note text)")
+        con.execute("insert into feedback.history_current values ('mine')")
+    idea = sorted(i["idx"] for i in h.dump()["ideas"])[0]
+    status = next(
+        s["idx"]
+        for s in h.dump()["statuses"]
+        if s["idx"] != versions(h, "ideas_history", "status_idx")[idea][-1][0]
+    )
+    move(h, idea, status)
+    assert h.sync(models=False).history_error is None
+    assert versions(h, "ideas_history", "status_idx")[idea][-1][0] == status
+    for con in h.connect("duckdb"):
+        assert con.execute("select note from feedback.history_current").fetchall() == [("mine",)]

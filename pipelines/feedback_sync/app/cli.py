@@ -301,26 +301,35 @@ def _sync_parser(sub: Any) -> None:
 STARTING_LINE = "sync: starting ..."
 
 
-def _run_sync(args: argparse.Namespace) -> int:
+def _sync_resources(args: argparse.Namespace, target: Any) -> list[str] | None:
+    """``--resources`` as a list (None: all), after checking what of the sync's arguments
+    can be checked before its imports: the resources' names and, where the run builds the
+    models, an ``--sql-dir`` (``models.project.sql_dir`` reads it again, with its
+    setting)."""
     from feedback_sync.errors import ConfigError
+    from feedback_sync.models.folder import models_folder
+    from feedback_sync.source.resources import check_resources
 
     resources = (
         [r.strip() for r in args.resources.split(",") if r.strip()] if args.resources else None
     )
     if args.resources is not None and not resources:
         raise UsageError("--resources needs at least one resource name")
-    lock_wait = _wait(args)
-    target = _target(args)  # bad arguments are answered before the sync's imports
-    from feedback_sync.source.resources import check_resources
-
     try:
         check_resources(resources)
-        if args.sql_dir is not None and not args.no_models:
-            from feedback_sync.models.sqlfile import models_folder
-
-            models_folder("--sql-dir", args.sql_dir)  # read again, with its setting, by the run
+        if args.sql_dir is not None and not args.no_models and target.builds_models:
+            models_folder("--sql-dir", args.sql_dir)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    return resources
+
+
+def _run_sync(args: argparse.Namespace) -> int:
+    from feedback_sync.errors import ConfigError
+
+    lock_wait = _wait(args)
+    target = _target(args)  # bad arguments are answered before the sync's imports
+    resources = _sync_resources(args, target)
     started = _STARTED if _STARTED is not None else time.perf_counter()
     # A first line before the imports (dlt's take half a second or more, and the settings
     # are dlt's to resolve): a person sees the run begin at once. A bad setting found after

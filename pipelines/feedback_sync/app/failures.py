@@ -121,7 +121,8 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 1,
             )
     for error in chain:
-        if type(error).__name__ == "OutOfMemoryException":  # DuckDB's, under its limit
+        kind = type(error)
+        if kind.__name__ == "OutOfMemoryException" and kind.__module__.lstrip("_") == "duckdb":
             from feedback_sync.warehouse.target import duckdb_memory_limit
 
             return (

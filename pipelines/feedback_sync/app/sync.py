@@ -469,7 +469,7 @@ def _record_history(
         said, _ = explain(exc)
         text = str(exc).strip().splitlines()
         result.history_error = said or f"{type(exc).__name__}: {text[0] if text else 'no detail'}"
-        log.warning("the history step failed; the next run tries again: %s", result.history_error)
+        log.warning("the history step failed; the next run tries again: %s", exc)
         return
     for table, done_here in recorded.items():
         mine = result.versions.setdefault(table, history.Recorded())

@@ -42,7 +42,8 @@ import duckdb
 from feedback_sync.errors import DataTestsFailed, ModelError
 from feedback_sync.models import datatests
 from feedback_sync.models.datatests import DataTest, Outcome
-from feedback_sync.models.sqlfile import calls, models_folder, read_header, substitute
+from feedback_sync.models.folder import models_folder
+from feedback_sync.models.sqlfile import calls, read_header, substitute
 from feedback_sync.package_data import package_path
 from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields

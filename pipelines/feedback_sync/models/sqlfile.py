@@ -22,10 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-from feedback_sync.errors import ConfigError
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # a header line's text starts right after "-- "; a column line is indented further
@@ -98,18 +94,3 @@ def calls(sql: str, functions: Iterable[str]) -> list[tuple[str, str]]:
 def substitute(sql: str, functions: Iterable[str], replace: Callable[[str, str], str]) -> str:
     """``sql`` with each call of ``functions`` replaced by ``replace(function, name)``."""
     return _calls(functions).sub(lambda m: replace(m.group(1), m.group(2)), sql)
-
-
-def models_folder(setting: str, chosen: Any) -> Path:
-    """The SQL models' folder ``setting`` (``--sql-dir``, or the setting that named it)
-    chose: a path to a folder there is.
-
-    Raises:
-        ConfigError: not a path, or no such folder.
-    """
-    if not isinstance(chosen, str | Path) or not str(chosen).strip():
-        raise ConfigError(f"{setting} must be a folder path, got {chosen!r}")
-    root = Path(chosen).expanduser()
-    if not root.is_dir():
-        raise ConfigError(f"{setting} {root}: no such folder (the SQL models' folder)")
-    return root
