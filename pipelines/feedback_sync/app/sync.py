@@ -42,7 +42,7 @@ from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.source.source import feedback
 from feedback_sync.warehouse import history, runlock
 from feedback_sync.warehouse.appends import owe, settle, warehouse_tables
-from feedback_sync.warehouse.target import Target, keep_loaded_packages
+from feedback_sync.warehouse.target import Target, duckdb_memory_limit, keep_loaded_packages
 
 if TYPE_CHECKING:
     from feedback_sync.models.project import BuildResult
@@ -268,6 +268,13 @@ class _KeptOpen:
         # settings, so DuckDB hands dlt's connections this same database
         self.con = duckdb.connect(str(path.absolute()))
 
+    def release_memory(self) -> None:
+        """What DuckDB cached for the step before goes back (``warehouse.duckdb``)."""
+        if self.con is not None:
+            from feedback_sync.warehouse.duckdb import release_memory
+
+            release_memory(self.con, duckdb_memory_limit())
+
     def __enter__(self) -> _KeptOpen:
         self.hold()
         return self
@@ -314,6 +321,7 @@ def _run_sync(
             result.ideas_endpoint = run.ideas_endpoint
             result.skipped = dict(run.skipped)
         if entities:
+            kept.release_memory()  # what the load's merges cached, before history's reads
             with result.timed("history"):
                 out.stage("history")
                 _record_history(

@@ -37,7 +37,7 @@ from dlt.common.schema import Schema
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
-from feedback_sync.warehouse.base import dataset_tables
+from feedback_sync.warehouse.base import connected, dataset_tables
 
 log = logging.getLogger("feedback_sync")
 
@@ -63,7 +63,7 @@ def warehouse_tables(pipeline: Pipeline, duckdb_file: Path | None) -> frozenset[
     if duckdb_file is not None and not duckdb_file.exists():
         return frozenset()
     try:
-        with pipeline.sql_client() as client:
+        with connected(pipeline) as client:
             return frozenset(dataset_tables(client))
     except DestinationUndefinedEntity:  # no dataset yet
         return frozenset()
@@ -83,7 +83,7 @@ def _owed(pipeline: Pipeline, client: SqlClientBase[Any]) -> str:
 def owe(pipeline: Pipeline, existing: Iterable[str]) -> None:
     """Records, before a load, that every table not in ``existing`` (the tables the
     warehouse has now) may be appended to by it and is owed a ``settle``."""
-    with pipeline.sql_client() as client:
+    with connected(pipeline) as client:
         owed = _owed(pipeline, client)
         client.execute_sql(f'create schema if not exists "{SCHEMA}"')
         client.execute_sql(f"create table if not exists {owed} (dataset_name text, existing text)")
@@ -105,7 +105,7 @@ def settle(pipeline: Pipeline) -> dict[str, int]:
         return {}
     schema = pipeline.default_schema if pipeline.default_schema_name else None
     row_id = ROW_IDS[pipeline.destination.destination_name]
-    with pipeline.sql_client() as client:
+    with connected(pipeline) as client:
         made = client.execute_sql(
             "select 1 from information_schema.tables where table_schema = %s and table_name = %s",
             SCHEMA,

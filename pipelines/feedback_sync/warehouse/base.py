@@ -3,7 +3,10 @@ tables, and the warning a delete pass gives when it cannot tell what is gone."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import weakref
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -11,6 +14,54 @@ if TYPE_CHECKING:
     from dlt.pipeline.pipeline import Pipeline
 
 log = logging.getLogger("feedback_sync")
+
+
+class _Shared:
+    """One pipeline's SQL client, kept for its next use, with how deep it is in use."""
+
+    def __init__(self, key: tuple[Any, ...], client: SqlClientBase[Any]) -> None:
+        self.key = key
+        self.client = client
+        self.depth = 0
+
+
+# per pipeline object: the client its steps share (gone with the pipeline)
+_SHARED: weakref.WeakKeyDictionary[Any, _Shared] = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def connected(pipeline: Pipeline) -> Iterator[SqlClientBase[Any]]:
+    """dlt's SQL client of ``pipeline``'s dataset, connected for the block.
+
+    What ``with pipeline.sql_client() as client`` does, without making the client again
+    each time: dlt resolves the destination's whole configuration and reloads the schema
+    file for every new client (15-20 ms each, a dozen times in a sync with nothing to do).
+    The client is made again when the pipeline's schema, dataset or destination changes
+    (a first extract names the schema; a dropped pipeline has none). A block inside
+    another on the same pipeline uses the connection already open; the outermost block
+    closes it. For one thread at a time, as a sync's steps are.
+    """
+    destination = pipeline.destination
+    key = (
+        pipeline.default_schema_name,
+        pipeline.dataset_name,
+        destination.destination_name if destination is not None else None,
+    )
+    shared = _SHARED.get(pipeline)
+    if shared is None or (shared.key != key and shared.depth == 0):
+        shared = _SHARED[pipeline] = _Shared(key, pipeline.sql_client())
+    client = shared.client
+    # as dlt's own ``with``: a connection owned from outside is already open
+    owns = client.owns_connection
+    if shared.depth == 0 and owns:
+        client.open_connection()
+    shared.depth += 1
+    try:
+        yield client
+    finally:
+        shared.depth -= 1
+        if shared.depth == 0 and owns:
+            client.close_connection()
 
 
 def warn_unknown_rejection(root: str) -> None:
@@ -54,5 +105,5 @@ def dataset_tables(client: SqlClientBase[Any]) -> list[str]:
 
 def data_tables(pipeline: Pipeline) -> list[str]:
     """The dataset's tables that hold synced data (dlt's own ``_dlt_*`` tables left out)."""
-    with pipeline.sql_client() as client:
+    with connected(pipeline) as client:
         return [name for name in dataset_tables(client) if not name.startswith("_dlt")]

@@ -275,6 +275,33 @@ def open_models_file(path: Path, *, read_only: bool = False) -> duckdb_module.Du
     return con
 
 
+def release_memory(con: duckdb_module.DuckDBPyConnection, limit: str) -> bool:
+    """Has the database of ``con`` hand back the memory it cached for the statements before
+    (a load's merges: 60-70 MB at ``large``), so that a step after them does not add its own
+    on top: a sync's peak is then its largest step's, not their sum. Whether it did.
+
+    DuckDB keeps the blocks its statements read in its buffer pool, up to its memory limit,
+    and gives them back only when the limit asks it to or the database closes (closing and
+    opening the file again costs a checkpoint and an open). So the limit is lowered to 1MB,
+    which evicts every block nothing holds, and set to ``limit`` again: the one the sync
+    gave (DuckDB reads its limit back rounded to a tenth of a MiB, so it is not read from
+    there; dlt sets its own configured limit again whenever it connects). DuckDB refuses a
+    limit it cannot meet (a temporary table that cannot spill): then nothing changed, which
+    is not an error of the run.
+    """
+    import duckdb
+
+    quoted = limit.replace("'", "''")
+    try:
+        try:
+            con.execute("set memory_limit = '1MB'")
+        finally:
+            con.execute(f"set memory_limit = '{quoted}'")
+    except duckdb.Error:
+        return False
+    return True
+
+
 def _duckdb_file_destination(path: Path, pipeline_name: str) -> Any:
     """dlt's DuckDB destination for the file at ``path``, with credentials that render as
     text without SQLAlchemy.

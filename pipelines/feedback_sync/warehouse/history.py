@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from feedback_sync.errors import ConfigError
+from feedback_sync.warehouse.base import connected
 
 HISTORY_SETTINGS = {
     "ideas": "history_ideas",
@@ -349,7 +350,7 @@ def record(
     """
     done = set(complete)
     recorded: dict[str, Recorded] = {}
-    with pipeline.sql_client() as client:
+    with connected(pipeline) as client:
         sql = _Sql(client, dialect)
         with client.begin_transaction():
             for name in entities:

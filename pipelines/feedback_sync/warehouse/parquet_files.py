@@ -15,6 +15,8 @@ from typing import Any
 
 from dlt.pipeline.pipeline import Pipeline
 
+from feedback_sync.warehouse.base import connected
+
 # rows per Parquet row group: DuckDB buffers a row group per thread while writing, and
 # 122,880 rows (its default) of comments outgrow the sync's 256MB memory limit at 500k rows
 ROW_GROUP_ROWS = 20_000
@@ -35,7 +37,7 @@ def export_parquet(pipeline: Pipeline, folder: Path, tables: Iterable[str]) -> d
     """Writes ``tables`` to ``folder``; returns the rows written per table."""
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, int] = {}
-    with pipeline.sql_client() as client:
+    with connected(pipeline) as client:
         for table in tables:
             qualified = client.make_qualified_table_name(table)
             write_parquet(client.execute_sql, qualified, folder / f"{table}.parquet")

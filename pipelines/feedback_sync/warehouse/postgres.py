@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from feedback_sync.extras import require
+from feedback_sync.warehouse.base import connected
 from feedback_sync.warehouse.sql import SqlTarget
 
 log = logging.getLogger("feedback_sync")
@@ -118,7 +119,7 @@ class Postgres(SqlTarget):
 def _jsonb_columns(pipeline: Any) -> list[str]:
     """``schema.table.column`` of every jsonb column of the dataset and of dlt's staging
     dataset beside it (where merges land first)."""
-    with pipeline.sql_client() as client:
+    with connected(pipeline) as client:
         schemas = [client.dataset_name, client.staging_dataset_name]
         rows = client.execute_sql(
             "select table_schema, table_name, column_name from information_schema.columns "

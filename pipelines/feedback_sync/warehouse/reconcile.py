@@ -29,13 +29,14 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from dlt.common.schema import Schema
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.source.arrow import child_tables
 from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import REJECTED_TABLE
-from feedback_sync.warehouse.base import dataset_tables, warn_unknown_rejection
+from feedback_sync.warehouse.base import connected, dataset_tables, warn_unknown_rejection
 
 log = logging.getLogger("feedback_sync")
 
@@ -45,9 +46,9 @@ def _count(client: SqlClientBase[Any], sql: str, *args: Any) -> int:
     return int(rows[0][0]) if rows else 0
 
 
-def _children(pipeline: Pipeline, existing: set[str], root: str) -> list[str]:
+def _children(schema: Schema, existing: set[str], root: str) -> list[str]:
     """``root``'s child tables that exist at the destination."""
-    return [c for c in child_tables(pipeline.default_schema.tables, root) if c in existing]
+    return [c for c in child_tables(schema.tables, root) if c in existing]
 
 
 def replace_children(
@@ -61,14 +62,16 @@ def replace_children(
     removed: dict[str, int] = {}
     if had is not None and not any(_is_child(table) for table in had):
         return removed  # no child table had rows before this load: none can be stale
-    with pipeline.sql_client() as client:
+    # once: dlt reads a saved schema's file again on every ``default_schema``
+    schema = pipeline.default_schema
+    with connected(pipeline) as client:
         existing = set(dataset_tables(client))
         with client.begin_transaction():
             for root, key in PARENT_KEYS.items():
                 if root not in existing:
                     continue
                 qroot = client.make_qualified_table_name(root)
-                for child in _children(pipeline, existing, root):
+                for child in _children(schema, existing, root):
                     if had is not None and child not in had:
                         continue  # made by this load: only its rows
                     qchild = client.make_qualified_table_name(child)
@@ -107,7 +110,7 @@ def reconcile(
     schema = pipeline.default_schema
     removed: dict[str, int] = {}
     now = datetime.now(UTC)
-    with pipeline.sql_client() as client:
+    with connected(pipeline) as client:
         existing = set(dataset_tables(client))
         with client.begin_transaction():
             for root in sorted(resources):
@@ -144,7 +147,7 @@ def reconcile(
                     )
                     continue
                 key = PARENT_KEYS.get(root)
-                for child in _children(pipeline, existing, root) if key else ():
+                for child in _children(schema, existing, root) if key else ():
                     qchild = client.make_qualified_table_name(child)
                     client.execute_sql(
                         f"delete from {qchild} where {key} in "

@@ -10,7 +10,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from feedback_sync.warehouse.base import completed_loads_sql, data_tables, newest_state_sql
+from feedback_sync.warehouse.base import (
+    completed_loads_sql,
+    connected,
+    data_tables,
+    newest_state_sql,
+)
 from feedback_sync.warehouse.target import Target
 
 if TYPE_CHECKING:
@@ -64,7 +69,7 @@ class SqlTarget(Target):
             ]
         if not tables:
             return counts
-        with pipeline.sql_client() as client:
+        with connected(pipeline) as client:
             # one statement for all: each round trip through dlt's client costs more than
             # a count
             rows = client.execute_sql(
@@ -82,7 +87,7 @@ class SqlTarget(Target):
         from dlt.common.destination.exceptions import DestinationUndefinedEntity
 
         try:
-            with pipeline.sql_client() as client:
+            with connected(pipeline) as client:
                 rows = client.execute_sql(
                     f"select count(*) from {client.make_qualified_table_name('_dlt_loads')} "
                     "where load_id = %s and status = 0",
@@ -93,7 +98,7 @@ class SqlTarget(Target):
         return bool(rows and rows[0][0])
 
     def completed_loads(self, pipeline: Pipeline) -> tuple[datetime | None, int]:
-        with pipeline.sql_client() as client:
+        with connected(pipeline) as client:
             loads = client.execute_sql(
                 completed_loads_sql(client.make_qualified_table_name("_dlt_loads"))
             )
@@ -111,7 +116,7 @@ class SqlTarget(Target):
         if not local:
             return False
         try:
-            with pipeline.sql_client() as client:
+            with connected(pipeline) as client:
                 states = client.make_qualified_table_name("_dlt_pipeline_state")
                 loads = client.make_qualified_table_name("_dlt_loads")
                 rows = client.execute_sql(
@@ -125,7 +130,7 @@ class SqlTarget(Target):
         """dlt stores the whole state with every load and never deletes old versions; with
         per-idea cursors that is about 1 MB a run at 20,000 ideas."""
         try:
-            with pipeline.sql_client() as client:
+            with connected(pipeline) as client:
                 table = client.make_qualified_table_name("_dlt_pipeline_state")
                 client.execute_sql(
                     f"delete from {table} where pipeline_name = %s and version < "
@@ -140,7 +145,7 @@ class SqlTarget(Target):
     def key_figures(self, pipeline: Pipeline, tables: Sequence[str], key: str) -> dict[str, Any]:
         figures: dict[str, Any] = {}
         present = set(data_tables(pipeline))
-        with pipeline.sql_client() as client:
+        with connected(pipeline) as client:
             for table in tables:
                 if table not in present:
                     continue
@@ -158,7 +163,7 @@ class SqlTarget(Target):
     ) -> dict[str, dict[str, Any]]:
         newest: dict[str, dict[str, Any]] = {}
         present = set(data_tables(pipeline))
-        with pipeline.sql_client() as client:
+        with connected(pipeline) as client:
             for table in tables:
                 if table not in present:
                     continue
