@@ -404,3 +404,45 @@ def test_a_table_named_like_the_staged_state_is_left_alone(harness: Harness) -> 
     assert versions(h, "ideas_history", "status_idx")[idea][-1][0] == status
     for con in h.connect("duckdb"):
         assert con.execute("select note from feedback.history_current").fetchall() == [("mine",)]
+
+
+def test_duckdb_hands_back_the_loads_cache_before_the_history_step(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the load and the history step, DuckDB's buffer pool is emptied (the load's
+    merges cached the tables' blocks), so the history step's memory does not come on top
+    of the load's; the limit is the sync's again afterwards."""
+    from feedback_sync.warehouse import duckdb as duck
+    from feedback_sync.warehouse import history
+
+    steps: list[tuple[Any, ...]] = []
+
+    def cached(con: Any) -> int:
+        row = con.execute("select sum(memory_usage_bytes) from duckdb_memory()").fetchone()
+        return int(row[0] or 0)
+
+    real_release = duck.release_memory
+
+    def release(con: Any, limit: str) -> bool:
+        before = cached(con)
+        done = real_release(con, limit)
+        limit_now = con.execute("select current_setting('memory_limit')").fetchone()
+        steps.append(("release", done, before, cached(con), limit_now))
+        return done
+
+    real_record = history.record
+
+    def record(*args: Any, **kwargs: Any) -> Any:
+        steps.append(("history",))
+        return real_record(*args, **kwargs)
+
+    monkeypatch.setenv("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", "300MB")
+    monkeypatch.setattr(duck, "release_memory", release)
+    monkeypatch.setattr(history, "record", record)
+    result = harness.sync(full=True, models=False)
+    assert result.history_error is None
+    assert [step[0] for step in steps] == ["release", "history"]
+    _, done, before, after, limit = steps[0]
+    assert done is True
+    assert before > 0 and after < before / 2, (before, after)
+    assert limit == ("286.1 MiB",)  # 300MB, as DuckDB writes it

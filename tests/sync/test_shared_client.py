@@ -86,35 +86,58 @@ def _cached_bytes(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def _limit(con: duckdb.DuckDBPyConnection) -> str:
+def _limit(con: duckdb.DuckDBPyConnection) -> tuple[float, float]:
+    """DuckDB's memory limit as it writes it ("244.1 MiB"): bytes, and the bytes of its
+    unit (it writes a tenth of one)."""
     row = con.execute("select current_setting('memory_limit')").fetchone()
     assert row is not None
-    return str(row[0])
+    number, unit = str(row[0]).split()
+    size = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
+    return float(number) * size, size
 
 
-def test_duckdb_hands_back_what_it_cached_and_keeps_its_limit(tmp_path: Path) -> None:
-    con = duckdb.connect(str(tmp_path / "w.duckdb"), config={"memory_limit": "256MB"})
+@pytest.mark.parametrize("limit", ["256MB", "100MB", "1.5GB"])
+def test_duckdb_hands_back_what_it_cached_and_keeps_its_limit(tmp_path: Path, limit: str) -> None:
+    con = duckdb.connect(str(tmp_path / "w.duckdb"), config={"memory_limit": limit})
     con.execute("create table t as select range as i, md5(range::varchar) as s from range(400000)")
     con.execute("checkpoint")
     assert con.execute("select count(distinct s) from t").fetchall() == [(400000,)]
-    limit = _limit(con)
+    was = _limit(con)
     cached = _cached_bytes(con)
     assert cached > 4_000_000  # the table's blocks, read into DuckDB's buffer pool
 
-    assert release_memory(con, "256MB") is True
+    assert release_memory(con, limit) is True
     assert _cached_bytes(con) < cached / 4
-    assert _limit(con) == limit
+    assert _limit(con) == was  # set again as given, not as DuckDB wrote it (1.5GB: "1.3 GiB")
+    assert release_memory(con, limit) is True  # and again: nothing lost on the way
+    assert _limit(con) == was
     assert con.execute("select count(*), max(i) from t").fetchall() == [(400000, 399999)]
 
 
-def test_a_limit_duckdb_cannot_meet_changes_nothing(tmp_path: Path) -> None:
-    con = duckdb.connect(str(tmp_path / "w.duckdb"), config={"memory_limit": "256MB"})
-    # a temporary table lives in memory; DuckDB refuses a limit below it
+def test_another_limit_in_effect_is_left_alone(tmp_path: Path) -> None:
+    """dlt's own setting (``global_config``) may give DuckDB another limit than the sync's:
+    it is not replaced by the sync's, and nothing is evicted."""
+    con = duckdb.connect(str(tmp_path / "w.duckdb"), config={"memory_limit": "1.5GB"})
+    con.execute("create table t as select range as i, md5(range::varchar) as s from range(400000)")
+    con.execute("checkpoint")
+    con.execute("select count(distinct s) from t").fetchall()
+    was = _limit(con)
+    cached = _cached_bytes(con)
+
+    assert release_memory(con, "256MB") is False
+    assert _limit(con) == was
+    assert _cached_bytes(con) == cached
+
+
+def test_a_limit_duckdb_cannot_meet_changes_nothing() -> None:
+    # an in-memory database that may not spill: its temporary table must stay in memory,
+    # and DuckDB refuses a limit below it
+    con = duckdb.connect(config={"memory_limit": "256MB", "temp_directory": ""})
     con.execute(
         "create temporary table held as select range as i, random() as r from range(3000000)"
     )
-    limit = _limit(con)
+    was = _limit(con)
 
     assert release_memory(con, "256MB") is False
-    assert _limit(con) == limit
+    assert _limit(con) == was
     assert con.execute("select count(*) from held").fetchall() == [(3000000,)]

@@ -273,7 +273,8 @@ class _KeptOpen:
         if self.con is not None:
             from feedback_sync.warehouse.duckdb import release_memory
 
-            release_memory(self.con, duckdb_memory_limit())
+            if not release_memory(self.con, duckdb_memory_limit()):
+                log.debug("DuckDB kept what it cached (another limit, or nothing evictable)")
 
     def __enter__(self) -> _KeptOpen:
         self.hold()

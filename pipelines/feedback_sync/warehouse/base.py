@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -25,8 +26,10 @@ class _Shared:
         self.depth = 0
 
 
-# per pipeline object: the client its steps share (gone with the pipeline)
+# per pipeline object: the client its steps share (gone with the pipeline); the lock keeps
+# threads with pipelines of their own (Prefect's task runners) from changing it at once
 _SHARED: weakref.WeakKeyDictionary[Any, _Shared] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -39,7 +42,7 @@ def connected(pipeline: Pipeline) -> Iterator[SqlClientBase[Any]]:
     The client is made again when the pipeline's schema, dataset or destination changes
     (a first extract names the schema; a dropped pipeline has none). A block inside
     another on the same pipeline uses the connection already open; the outermost block
-    closes it. For one thread at a time, as a sync's steps are.
+    closes it. One pipeline is for one thread at a time, as a sync's steps are.
     """
     destination = pipeline.destination
     key = (
@@ -47,9 +50,12 @@ def connected(pipeline: Pipeline) -> Iterator[SqlClientBase[Any]]:
         pipeline.dataset_name,
         destination.destination_name if destination is not None else None,
     )
-    shared = _SHARED.get(pipeline)
+    with _SHARED_LOCK:
+        shared = _SHARED.get(pipeline)
     if shared is None or (shared.key != key and shared.depth == 0):
-        shared = _SHARED[pipeline] = _Shared(key, pipeline.sql_client())
+        shared = _Shared(key, pipeline.sql_client())
+        with _SHARED_LOCK:
+            _SHARED[pipeline] = shared
     client = shared.client
     # as dlt's own ``with``: a connection owned from outside is already open
     owns = client.owns_connection

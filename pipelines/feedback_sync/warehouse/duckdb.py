@@ -283,22 +283,30 @@ def release_memory(con: duckdb_module.DuckDBPyConnection, limit: str) -> bool:
     DuckDB keeps the blocks its statements read in its buffer pool, up to its memory limit,
     and gives them back only when the limit asks it to or the database closes (closing and
     opening the file again costs a checkpoint and an open). So the limit is lowered to 1MB,
-    which evicts every block nothing holds, and set to ``limit`` again: the one the sync
-    gave (DuckDB reads its limit back rounded to a tenth of a MiB, so it is not read from
-    there; dlt sets its own configured limit again whenever it connects). DuckDB refuses a
+    which evicts every block nothing holds, and set back to ``limit``, the sync's. Only
+    where that is the limit in effect: DuckDB writes its limit back to a tenth of a unit
+    (1.5GB reads "1.3 GiB"), so a limit read back could not be set again exactly, and
+    another limit (dlt's own ``global_config`` setting) is left alone. DuckDB refuses a
     limit it cannot meet (a temporary table that cannot spill): then nothing changed, which
     is not an error of the run.
     """
     import duckdb
 
-    quoted = limit.replace("'", "''")
+    def shown(connection: duckdb_module.DuckDBPyConnection) -> Any:
+        return connection.execute("select current_setting('memory_limit')").fetchone()
+
+    probe = duckdb.connect(config={"memory_limit": limit})
     try:
-        try:
-            con.execute("set memory_limit = '1MB'")
-        finally:
-            con.execute(f"set memory_limit = '{quoted}'")
-    except duckdb.Error:
+        ours = shown(probe)
+    finally:
+        probe.close()
+    if shown(con) != ours:
         return False
+    try:
+        con.execute("set memory_limit = '1MB'")
+    except duckdb.Error:
+        return False  # refused: the limit is as it was
+    con.execute(f"set memory_limit = '{limit.replace(chr(39), chr(39) * 2)}'")
     return True
 
 
