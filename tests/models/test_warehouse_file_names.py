@@ -106,6 +106,9 @@ def _run(sandbox: RunningSandbox, folder: Path, name: str, curated_tables: bool 
         pipelines = ("--pipelines-dir", str(folder / "pipelines"))
         for command in (
             ["sync", "--full"],
+            # a second run finds the sync's own schema made (``_feedback_sync``: ambiguous
+            # with a file of that name, where not qualified by the file's catalog)
+            ["sync"],
             ["models"],
             ["status"],
             ["report", "--output", "report.html"],

@@ -39,6 +39,7 @@ SYNC_KEYS = [
     "history",
     "rejected_items",
     "resources_read_completely",
+    "unchanged_rows",
     "ideas_endpoint",
     "skipped_ideas",
     "parquet_files_written",

@@ -52,6 +52,11 @@ def test_a_full_run_completes_what_is_read_per_idea() -> None:
         ("integration_links", {"types": {"zendesk": "c"}}, "zendesk: cursor saved"),
         ("topics", {}, "read in full on every run"),
         ("ideas", {}, "read in full on every run"),
+        (
+            "ideas",
+            {"rows": {"ide_1": "AAAAAAAAAAA", "ide_2": "AAAAAAAAAAB"}},
+            "read in full on every run; loads only what changed (2 rows known)",
+        ),
     ],
 )
 def test_status_lines_follow_how_a_resource_is_read(

@@ -109,6 +109,7 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
             },
             "rejected_items": result.rows_loaded.get(REJECTED_TABLE, 0),
             "resources_read_completely": list(result.complete),
+            "unchanged_rows": dict(result.unchanged),
             "ideas_endpoint": result.ideas_endpoint,
             "skipped_ideas": dict(result.skipped),
             "parquet_files_written": len(result.exported),

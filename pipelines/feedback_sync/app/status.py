@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from feedback_sync.source.idea_entries import unpack_idea
+from feedback_sync.source.idea_entries import ROWS, unpack_idea
 from feedback_sync.source.resources import BY_NAME
 from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.warehouse.target import Committed, Target
@@ -38,6 +38,9 @@ def describe_state(resource: str, state: dict[str, Any]) -> str:
             with_cursor = sum(1 for entry in ideas.values() if unpack_idea(entry)[0])
             return f"{len(ideas):,} ideas tracked, {with_cursor:,} with a saved cursor"
         return f"{len(ideas):,} ideas tracked"
+    rows = state.get(ROWS)
+    if isinstance(rows, dict) and rows:
+        return f"read in full on every run; loads only what changed ({len(rows):,} rows known)"
     return "read in full on every run"
 
 
@@ -64,6 +67,8 @@ def state_facts(resource: str, state: dict[str, Any]) -> dict[str, Any]:
                 facts["ideas_with_cursor"] = sum(
                     1 for entry in ideas.values() if unpack_idea(entry)[0]
                 )
+    elif isinstance(state.get(ROWS), dict):
+        facts["rows_known"] = len(state[ROWS])
     return facts
 
 

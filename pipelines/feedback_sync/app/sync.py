@@ -65,6 +65,10 @@ class SyncResult:
     table_rows: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     complete: list[str] = field(default_factory=list)
+    # of the complete resources, those whose gone rows the source named (by key)
+    gone: dict[str, list[str]] = field(default_factory=dict)
+    # rows read and not loaded again, nothing in them having changed (per resource)
+    unchanged: dict[str, int] = field(default_factory=dict)
     ideas_endpoint: bool | None = None
     recovered_packages: int = 0
     load_id: str | None = None
@@ -145,6 +149,8 @@ class SyncResult:
                 f"that collide); each is kept whole, with the reason, in {REJECTED_TABLE}"
                 + (f" (_dlt_load_id = '{self.load_id}')" if self.load_id else "")
             )
+        for resource, count in sorted(self.unchanged.items()):
+            lines.append(f"  {resource}: {count:,} read and unchanged, not loaded again")
         if self.ideas_endpoint is False:
             lines.append("  /ideas is not served: ideas were discovered from other resources")
         for resource, count in sorted(self.skipped.items()):
@@ -310,7 +316,7 @@ def _run_sync(
         load_id = _extract(target, pipeline, run, selected, result, out)
         # what this run still owes after its load, kept where a crash cannot lose it
         journal = _Journal(pipeline)
-        journal.write(load_id, result.complete, settings.delete_mode, run_at)
+        journal.write(load_id, result.complete, settings.delete_mode, run_at, result.gone)
         if after_extract is not None:
             after_extract(pipeline)
         with result.timed("load"):
@@ -417,6 +423,8 @@ def _extract(
     if run.full:
         complete |= COMPLETE_WHEN_FULL
     result.complete = sorted(complete & set(chosen))
+    result.gone = {r: keys for r, keys in run.gone.items() if r in result.complete}
+    result.unchanged = dict(run.unchanged)
     return load_id
 
 
@@ -448,7 +456,9 @@ def _load(
         gone = ", ".join(result.complete)
         out.stage("reconcile")
         out.say(f"sync: removing rows the service no longer has ({gone}) ...")
-        removed = target.reconcile(pipeline, load_id, result.complete, delete_mode, existing)
+        removed = target.reconcile(
+            pipeline, load_id, result.complete, delete_mode, existing, result.gone
+        )
         _add(result.rows_removed, removed)
 
 
@@ -632,12 +642,20 @@ class _Journal:
     def __init__(self, pipeline: Pipeline) -> None:
         self.path = Path(pipeline.working_dir) / "feedback_sync_journal.json"
 
-    def write(self, load_id: str | None, complete: list[str], mode: str, run_at: datetime) -> None:
+    def write(
+        self,
+        load_id: str | None,
+        complete: list[str],
+        mode: str,
+        run_at: datetime,
+        gone: dict[str, list[str]],
+    ) -> None:
         body = {
             "load_id": load_id,
             "complete": complete,
             "mode": mode,
             "run_at": run_at.isoformat(),
+            "gone": gone,
         }
         partial = self.path.with_suffix(".partial")
         partial.write_text(json.dumps(body))
@@ -667,7 +685,13 @@ class _Journal:
         removed = target.replace_children(pipeline, load_id)
         _add(
             removed,
-            target.reconcile(pipeline, load_id, body.get("complete", []), body.get("mode", "hard")),
+            target.reconcile(
+                pipeline,
+                load_id,
+                body.get("complete", []),
+                body.get("mode", "hard"),
+                gone=body.get("gone") or {},
+            ),
         )
         if entities and result is not None:
             run_at = _journal_time(body.get("run_at"))

@@ -20,7 +20,8 @@ class SyncRun:
     """Settings, the one HTTP client, and what the resources learned while running.
 
     ``complete`` names the resources read from their start to their end in this run: only
-    their tables may have deletes reconciled (rows not seen are gone at the source).
+    their tables may have deletes reconciled (rows not seen are gone at the source; for a
+    resource in ``gone``, exactly the rows it names).
     ``types`` decides every column's type once for the whole run (``types.ColumnTypes``).
     ``warehouse_tables`` are the tables the warehouse already has: a table not among them
     is appended to instead of merged (``appends.settle`` does what merge would have);
@@ -36,6 +37,14 @@ class SyncRun:
     skipped: dict[str, int] = field(default_factory=dict)
     types: ColumnTypes = field(default_factory=ColumnTypes)
     warehouse_tables: frozenset[str] | None = None
+    # the ideas to load (idx -> their row's fingerprint); None: every idea loads
+    # (``changes``)
+    changed_ideas: dict[str, str] | None = None
+    # per resource the source compared, the keys its complete read no longer found: their
+    # rows are removed by key (the resource's unchanged rows were not loaded again either)
+    gone: dict[str, list[str]] = field(default_factory=dict)
+    # per resource, rows read and not loaded again because nothing in them changed
+    unchanged: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _claimed: set[str] = field(default_factory=set, repr=False)
     _once_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -56,6 +65,10 @@ class SyncRun:
     def count_skipped(self, resource: str) -> None:
         with self._lock:
             self.skipped[resource] = self.skipped.get(resource, 0) + 1
+
+    def count_unchanged(self, resource: str, rows: int) -> None:
+        with self._lock:
+            self.unchanged[resource] = self.unchanged.get(resource, 0) + rows
 
     def claim(self, name: str) -> bool:
         """True for the first caller that claims ``name`` in this run, False for the rest."""

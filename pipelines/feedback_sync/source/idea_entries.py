@@ -1,12 +1,20 @@
 """Each idea's entry in the saved state of comments and integration links.
 
 Kept apart from the source (no dlt, no httpx): ``feedback-sync status`` reads them too.
+The fingerprints of the ideas' own rows (``fingerprint``) are the ``ideas`` resource's.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import zlib
 from typing import Any
+
+import orjson
+
+# the ``ideas`` resource's state key of its rows' fingerprints (``changes``)
+ROWS = "rows"
 
 
 def idea_signature(idea: dict[str, Any]) -> str | None:
@@ -54,3 +62,20 @@ def unpack_idea(entry: Any) -> tuple[str | None, str | None, int | None]:
             old_total if isinstance(old_total, int) and not isinstance(old_total, bool) else None,
         )
     return None, None, None
+
+
+def fingerprint(row: dict[str, Any]) -> str:
+    """A digest of everything an idea's row holds (as shaped to land), 11 characters.
+
+    Kept per idea in the ``ideas`` resource's state (``changes``): an idea whose
+    fingerprint did not move since the load that holds it is not loaded again. 64 bits of
+    BLAKE2b: two different rows of one idea share a fingerprint once in about 10^19
+    changes. The row's keys are read in the order the service sent them: a server that
+    reorders them costs a reload, never a missed change.
+    """
+    try:
+        data = orjson.dumps(row)
+    except TypeError:  # an integer beyond 64 bits, which orjson refuses: repr is exact
+        data = repr(row).encode()
+    digest = hashlib.blake2b(data, digest_size=8).digest()
+    return base64.urlsafe_b64encode(digest).decode()[:11]

@@ -4,13 +4,15 @@ One resource per API resource, each merged on ``idx``. What a normal run reads:
 
 - ``followers``: new followers only, from the cursor the last run saved;
 - ``announcements``: posts published since the newest one seen minus a look-back window
-  (``published_after``), plus every draft and scheduled post;
+  (``published_after``), plus every draft and scheduled post; of those, only the posts
+  that changed load (``changes``);
 - ``comments`` (public comments and private notes): for each new idea, and each idea whose
   ``comment_count``, ``note_count`` or ``updated_at`` moved, from that idea's saved cursor;
 - ``integration_links``: by type from each type's saved cursor, for the configured
   ``integration_types`` or else for the types earlier full runs saw; per idea (every idea)
   on full runs without configured types;
-- ``topics``, ``statuses``, ``ideas``: everything (small lists; ideas feed the fan-out).
+- ``topics``, ``statuses``, ``ideas``: everything (small lists; ideas feed the fan-out);
+  of ideas, only the rows that changed load (``changes``).
 
 ``full=True`` reads everything from the start. Resources read from start to end are listed
 in ``SyncRun.complete``; the sync removes (or marks) their rows that were not seen.
@@ -40,8 +42,9 @@ from feedback_sync.api.paging import (
 )
 from feedback_sync.api.settings import load_settings
 from feedback_sync.errors import ApiError
-from feedback_sync.source import screening, shaping
+from feedback_sync.source import changes, screening, shaping
 from feedback_sync.source.arrow import Tabulator
+from feedback_sync.source.changes import IdeaChanges, WindowChanges
 from feedback_sync.source.context import SyncRun
 from feedback_sync.source.idea_entries import idea_signature, pack_idea, unpack_idea
 from feedback_sync.source.resources import NAMES as RESOURCES
@@ -151,6 +154,7 @@ def _announcements(run: SyncRun) -> DltResource:
         # may say so of scheduled posts) must not move the window past posts not yet seen
         started = datetime.now(UTC)
         tables = _tabulator(run, "announcements")
+        compare = WindowChanges(run, state)
         for page in walk(run.client, chains, len(chains), urgent=True):
             rows = []
             for row in page.items:
@@ -165,9 +169,11 @@ def _announcements(run: SyncRun) -> DltResource:
                 if row.get("is_published") is True and isinstance(published, datetime):
                     published = min(published, started)
                     newest = published if newest is None else max(newest, published)
-                rows.append(row)
+                if compare.changed(row):
+                    rows.append(row)
             yield from tables.add(rows)
         yield from tables.flush()
+        compare.finish(newest, run.settings.announcement_lookback_days)
         if newest is not None:
             state["published_high_water"] = newest.isoformat()
         if high is None:
@@ -378,7 +384,11 @@ def _ideas(run: SyncRun, pages: DltResource) -> DltResource:
     @dlt.transformer(data_from=pages, **_merge("ideas"))
     def ideas(ideas_page: list[Row] | Row) -> Iterator[Any]:
         tables = _tabulator(run, "ideas")
-        yield from tables.add(r for r in _as_list(ideas_page) if tables.accept(r))
+        accepted = [r for r in _as_list(ideas_page) if tables.accept(r)]
+        changed = run.changed_ideas
+        if changed is not None:  # only the new and changed ideas load (``changes``)
+            accepted = changes.keep(dlt.current.resource_state("ideas"), changed, accepted)
+        yield from tables.add(accepted)
         yield from tables.flush()
 
     return ideas
@@ -390,19 +400,18 @@ def _idea_pages(run: SyncRun) -> DltResource:
     @dlt.resource(name="idea_pages", selected=False)
     def idea_pages() -> Iterator[list[Row]]:
         paginator = CursorPaginator(run.settings.page_size)
+        compare = IdeaChanges.begin(run)
         try:
             for page in walk(run.client, [Chain("ideas", "ideas", paginator)], 1, urgent=True):
                 if page.items:
-                    # an item that cannot land stays as sent: ``ideas`` rejects it whole
-                    yield [
-                        shaping.idea(row) if screening.problem("ideas", row) is None else row
-                        for row in page.items
-                    ]
+                    yield _shape_ideas(page.items, compare)
         except ApiError as exc:
             # the contract's "switched off" is a 404; 405 and 501 say the same thing
             if paginator.pages or exc.status not in (404, 405, 501):
                 raise
             run.ideas_endpoint = False
+            if compare is not None:
+                compare.abandon()
             log.warning(
                 "ideas: the service has no /ideas (HTTP %s); discovering ideas from "
                 "announcements, integration links, earlier runs and the configured idea_idxs",
@@ -411,9 +420,28 @@ def _idea_pages(run: SyncRun) -> DltResource:
             yield from _discover_ideas(run)
             return
         run.ideas_endpoint = True
+        if compare is not None:
+            compare.finish()
         run.mark_complete("ideas")
 
     return idea_pages
+
+
+def _shape_ideas(items: list[Row], compare: IdeaChanges | None) -> list[Row]:
+    """A page of ideas shaped; an item that cannot land stays as sent (``ideas`` rejects it
+    whole). Each is compared with its kept fingerprint (``compare``)."""
+    rows = []
+    for item in items:
+        if screening.problem("ideas", item) is None:
+            row = shaping.idea(item)
+            if compare is not None:
+                compare.see(row)
+        else:
+            row = item
+            if compare is not None:
+                compare.rejected(item)
+        rows.append(row)
+    return rows
 
 
 def _discover_ideas(run: SyncRun) -> Iterator[list[Row]]:

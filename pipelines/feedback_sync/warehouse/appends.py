@@ -37,11 +37,17 @@ from dlt.common.schema import Schema
 from dlt.destinations.sql_client import SqlClientBase
 from dlt.pipeline.pipeline import Pipeline
 
-from feedback_sync.warehouse.base import connected, dataset_tables
+from feedback_sync.warehouse.base import (
+    INTERNAL_SCHEMA,
+    connected,
+    create_internal_schema,
+    dataset_tables,
+    internal_table,
+)
 
 log = logging.getLogger("feedback_sync")
 
-SCHEMA = "_feedback_sync"  # beside the models' build record (models.BUILD_SCHEMA)
+SCHEMA = INTERNAL_SCHEMA  # beside the models' build record (models.BUILD_SCHEMA)
 TABLE = "appends_owed"
 OWED = f'"{SCHEMA}"."{TABLE}"'
 # the column that names a row on its own, per destination where tables are appended to
@@ -70,14 +76,8 @@ def warehouse_tables(pipeline: Pipeline, duckdb_file: Path | None) -> frozenset[
 
 
 def _owed(pipeline: Pipeline, client: SqlClientBase[Any]) -> str:
-    """The record's table, as ``OWED``; on DuckDB with the file's catalog in front: DuckDB
-    names the catalog after the file, and in ``_feedback_sync.duckdb`` the two-part name is
-    ambiguous between that catalog and the schema (DuckDB's Binder Error)."""
-    if pipeline.destination.destination_name != "duckdb":
-        return OWED
-    rows = client.execute_sql("select current_database()")
-    catalog = str(rows[0][0]).replace('"', '""') if rows else ""
-    return f'"{catalog}".{OWED}' if catalog else OWED
+    """The record's table, as ``OWED``, qualified (``base.internal_table``)."""
+    return internal_table(pipeline, client, TABLE)
 
 
 def owe(pipeline: Pipeline, existing: Iterable[str]) -> None:
@@ -85,7 +85,7 @@ def owe(pipeline: Pipeline, existing: Iterable[str]) -> None:
     warehouse has now) may be appended to by it and is owed a ``settle``."""
     with connected(pipeline) as client:
         owed = _owed(pipeline, client)
-        client.execute_sql(f'create schema if not exists "{SCHEMA}"')
+        create_internal_schema(pipeline, client)
         client.execute_sql(f"create table if not exists {owed} (dataset_name text, existing text)")
         client.execute_sql(
             f"insert into {owed} values (%s, %s)",

@@ -70,6 +70,34 @@ def connected(pipeline: Pipeline) -> Iterator[SqlClientBase[Any]]:
             client.close_connection()
 
 
+# the schema of the sync's own records in the warehouse, beside the dataset (the first loads
+# owed, ``appends``; the loads history compared, ``history``; the models' build record)
+INTERNAL_SCHEMA = "_feedback_sync"
+
+
+def internal_table(pipeline: Pipeline, client: SqlClientBase[Any], table: str) -> str:
+    """``table`` of ``INTERNAL_SCHEMA``, qualified for a statement. On DuckDB with the
+    file's catalog in front: DuckDB names the catalog after the file, and in
+    ``_feedback_sync.duckdb`` the two-part name is ambiguous between that catalog and the
+    schema (DuckDB's Binder Error)."""
+    return f'{_internal_schema(pipeline, client)}."{table}"'
+
+
+def create_internal_schema(pipeline: Pipeline, client: SqlClientBase[Any]) -> None:
+    """Makes ``INTERNAL_SCHEMA`` where it is not yet (qualified as ``internal_table``: in
+    ``_feedback_sync.duckdb``, DuckDB finds the bare name ambiguous once the schema exists)."""
+    client.execute_sql(f"create schema if not exists {_internal_schema(pipeline, client)}")
+
+
+def _internal_schema(pipeline: Pipeline, client: SqlClientBase[Any]) -> str:
+    name = f'"{INTERNAL_SCHEMA}"'
+    if pipeline.destination.destination_name != "duckdb":
+        return name
+    rows = client.execute_sql("select current_database()")
+    catalog = str(rows[0][0]).replace('"', '""') if rows else ""
+    return f'"{catalog}".{name}' if catalog else name
+
+
 def warn_unknown_rejection(root: str) -> None:
     """Nothing of ``root`` is removed this run: an item without an idx was rejected."""
     from feedback_sync.source.screening import REJECTED_TABLE  # dlt and pyarrow: not for status

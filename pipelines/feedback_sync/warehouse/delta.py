@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -114,9 +114,15 @@ class Delta(Target):
         resources: Iterable[str],
         mode: str,
         had: frozenset[str] | None = None,
+        gone: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, int]:
         from feedback_sync.warehouse import delta_tables
 
+        # every idea loads into Delta tables (the source compares ideas only where the
+        # warehouse's tables are known, ``appends.warehouse_tables``): nothing is ``gone``
+        # by key here, and rows not in the load are gone
+        if gone:
+            raise ValueError(f"Delta tables remove rows by load, not by key: {sorted(gone)}")
         return delta_tables.reconcile(pipeline, load_id, resources, mode)
 
     def table_counts(self, pipeline: Pipeline) -> dict[str, int]:

@@ -26,10 +26,16 @@ what it read completely (``complete``), never a row it did not read.
 dlt's own ``scd2`` merge strategy starts every version at the load's time; a version here
 starts at the row's own ``updated_at``, so this step keeps the same shape (one row per
 version, valid from, valid to) with its own SQL, in one transaction per run, after dlt's
-load and the deletes. The step compares the whole current state each time, so it converges:
-a run killed before it (or in it: the transaction rolls back) leaves the next run to record
-the same versions, no duplicate, no gap. Fields that appear later (a new custom field of a
-company) become new columns of the history table.
+load and the deletes. It compares the rows loaded since the newest load it last compared
+(``_Compared``: ``_feedback_sync.history_compared``, moved in the same transaction), so it
+converges: a run killed before it (or in it: the transaction rolls back) leaves the next
+run to compare those rows again and record the same versions, no duplicate, no gap. Every
+row is compared without a record, and for companies after a full read of followers: a
+company's current state is its newest copy, and removing copies (``reconcile``, which then
+drops the companies' record) can move it with no row of the company loaded. Rows gone are
+found among every current key (``_Current.keys``), whichever rows were compared. Fields
+that appear later (a new custom field of a company) become new columns of the history
+table.
 
 DuckDB (and the Parquet target's working DuckDB file) and PostgreSQL run it; Delta tables
 and other dlt destinations keep no history (``Target.history_dialect``).
@@ -37,13 +43,19 @@ and other dlt destinations keep no history (``Target.history_dialect``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from feedback_sync.errors import ConfigError
-from feedback_sync.warehouse.base import connected
+from feedback_sync.warehouse.base import (
+    INTERNAL_SCHEMA,
+    connected,
+    create_internal_schema,
+    internal_table,
+)
 
 HISTORY_SETTINGS = {
     "ideas": "history_ideas",
@@ -94,6 +106,16 @@ READS = {entity.table: entity.reads for entity in ENTITIES.values()}
 # needs no more than which months have ended
 CHECKS_TABLE = "history_checks"
 HISTORY_TABLES = frozenset(entity.table for entity in ENTITIES.values()) | {CHECKS_TABLE}
+# per history table, the newest load compared with it: ``dataset_name``, ``table_name``,
+# ``load_id`` (``_Compared``); a later run compares only the rows loaded after it
+COMPARED_TABLE = "history_compared"
+# a dlt load id (a Unix time); another value in the record is not trusted (every row is
+# compared), and so the one value put in a statement's text is digits and a point
+_LOAD_ID = re.compile(r"[0-9]{1,20}(\.[0-9]{1,20})?")
+# compared whole after a full read of their resource: a company's current state comes from
+# the newest of its copies, and a read that removed followers or copies (a full one) can
+# move it without loading any row of the company
+COMPARE_ALL = frozenset({"companies"})
 # on DuckDB, the temporary table (the connection's own catalog ``temp``) an entity's
 # current state is staged in while it is compared, dropped after (``_Sql.stage``)
 STAGED = 'temp.main."history_current"'
@@ -236,14 +258,16 @@ def _stamp_and_where(
 @dataclass
 class _Current:
     """The current state of one entity as a query: key, fields, ``stamp`` (the row's
-    ``updated_at``), and the fields' types."""
+    ``updated_at``), and the fields' types; ``keys``, a query of every current key (the
+    rows gone are those without one), whichever rows ``sql`` is limited to."""
 
     sql: str
     fields: Columns
     key_type: str
+    keys: str
 
 
-def _ideas(sql: _Sql, soft: bool) -> _Current | None:
+def _ideas(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
     ideas = sql.columns("ideas")
     if "idx" not in ideas:
         return None
@@ -253,12 +277,14 @@ def _ideas(sql: _Sql, soft: bool) -> _Current | None:
         kind = ideas.get(name, "VARCHAR" if sql.dialect == "duckdb" else "text")
         fields[name] = kind
         picks.append(f"i.{sql.col(name)}" if name in ideas else sql.typed_null(kind))
+    changed = _since(sql, "ideas", "idx", since)
     topics = sql.columns("ideas__topics")
     if {"idea_idx", "topic_idx"} <= set(topics):
         agg = sql.json_list(sql.col("topic_idx"), sql.col("_dlt_list_idx"))
+        only = f" where {sql.col('idea_idx')} in ({changed})" if changed else ""
         topic_join = (
             f"left join (select {sql.col('idea_idx')} as idea_idx, {agg} as topic_idxs "
-            f"from {sql.table('ideas__topics')} group by {sql.col('idea_idx')}) t "
+            f"from {sql.table('ideas__topics')}{only} group by {sql.col('idea_idx')}) t "
             f"on t.idea_idx = i.{sql.col('idx')}"
         )
         topic_value = f"coalesce(t.topic_idxs, {sql.empty_json_list()})"
@@ -266,16 +292,20 @@ def _ideas(sql: _Sql, soft: bool) -> _Current | None:
         topic_join, topic_value = "", sql.empty_json_list()
     fields["topic_idxs"] = sql.json_type
     stamp, where = _stamp_and_where(sql, "i", ideas, soft)
+    keys = f"select i.{sql.col('idx')} as {sql.col('idea_idx')} from {sql.table('ideas')} i "
+    keys += f"where {where}"
+    if changed:
+        where += f" and i.{sql.col('idx')} in ({changed})"
     query = (
         f"select i.{sql.col('idx')} as {sql.col('idea_idx')}, "
         + ", ".join(f"{pick} as {sql.col(name)}" for pick, name in zip(picks, fields, strict=False))
         + f", {topic_value} as {sql.col('topic_idxs')}, {stamp} as stamp "
         f"from {sql.table('ideas')} i {topic_join} where {where}"
     )
-    return _Current(query, fields, ideas["idx"])
+    return _Current(query, fields, ideas["idx"], keys)
 
 
-def _companies(sql: _Sql, soft: bool) -> _Current | None:
+def _companies(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
     copies = sql.columns("followers__companies")
     followers = sql.columns("followers")
     if not {"id", "follower_idx"} <= set(copies) or "idx" not in followers:
@@ -293,6 +323,15 @@ def _companies(sql: _Sql, soft: bool) -> _Current | None:
     where = f"c.{sql.col('id')} is not null"
     if soft and "_deleted_at" in followers:
         where += f" and f.{sql.col('_deleted_at')} is null"
+    joined = (
+        f"from {sql.table('followers__companies')} c join {sql.table('followers')} f "
+        f"on f.{sql.col('idx')} = c.{sql.col('follower_idx')}"
+    )
+    keys = f"select distinct c.{sql.col('id')} as {sql.col('company_id')} {joined} where {where}"
+    changed = _since(sql, "followers__companies", "id", since)
+    if changed:
+        # every copy of a company that has a copy loaded since: the newest may be another
+        where += f" and c.{sql.col('id')} in ({changed})"
     picked = ", ".join(f"c.{sql.col(name)} as {sql.col(name)}" for name in fields)
     outer = ", ".join(sql.col(name) for name in fields)
     # the copy under the follower updated last (then the highest follower idx: one copy)
@@ -301,14 +340,13 @@ def _companies(sql: _Sql, soft: bool) -> _Current | None:
         f"select c.{sql.col('id')} as {sql.col('company_id')}, {picked}{', ' if picked else ''}"
         f"{stamp} as stamp, row_number() over (partition by c.{sql.col('id')} order by "
         f"{stamp} desc nulls last, c.{sql.col('follower_idx')} desc) as copy_rank "
-        f"from {sql.table('followers__companies')} c join {sql.table('followers')} f "
-        f"on f.{sql.col('idx')} = c.{sql.col('follower_idx')} where {where}"
+        f"{joined} where {where}"
         ") as copies where copy_rank = 1"
     )
-    return _Current(query, fields, copies["id"])
+    return _Current(query, fields, copies["id"], keys)
 
 
-def _announcements(sql: _Sql, soft: bool) -> _Current | None:
+def _announcements(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
     posts = sql.columns("announcements")
     if "idx" not in posts:
         return None
@@ -319,15 +357,30 @@ def _announcements(sql: _Sql, soft: bool) -> _Current | None:
         for name, kind in fields.items()
     ]
     stamp, where = _stamp_and_where(sql, "a", posts, soft)
+    keys = f"select a.{sql.col('idx')} as {sql.col('announcement_idx')} "
+    keys += f"from {sql.table('announcements')} a where {where}"
+    changed = _since(sql, "announcements", "idx", since)
+    if changed:
+        where += f" and a.{sql.col('idx')} in ({changed})"
     query = (
         f"select a.{sql.col('idx')} as {sql.col('announcement_idx')}, "
         + ", ".join(f"{pick} as {sql.col(name)}" for pick, name in zip(picks, fields, strict=False))
         + f", {stamp} as stamp from {sql.table('announcements')} a where {where}"
     )
-    return _Current(query, fields, posts["idx"])
+    return _Current(query, fields, posts["idx"], keys)
 
 
-_CURRENT: dict[str, Callable[[_Sql, bool], _Current | None]] = {
+def _since(sql: _Sql, table: str, key: str, since: str | None) -> str | None:
+    """A query of the ``key`` values of ``table``'s rows loaded after ``since`` (a load
+    id), or None to compare every row."""
+    if since is None:
+        return None
+    return (
+        f"select {sql.col(key)} from {sql.table(table)} where {sql.col('_dlt_load_id')} > '{since}'"
+    )
+
+
+_CURRENT: dict[str, Callable[[_Sql, bool, str | None], _Current | None]] = {
     "ideas": _ideas,
     "companies": _companies,
     "announcements": _announcements,
@@ -352,18 +405,104 @@ def record(
     recorded: dict[str, Recorded] = {}
     with connected(pipeline) as client:
         sql = _Sql(client, dialect)
+        compared = _Compared(pipeline, sql)
         with client.begin_transaction():
+            newest = compared.newest_load()
+            before = compared.read()
             for name in entities:
                 entity = ENTITIES[name]
-                current = _CURRENT[name](sql, soft)
+                closes_gone = entity.resource in done
+                # the rows loaded since the last comparison, unless every row must be:
+                # nothing compared yet, or a full read of the resource (``COMPARE_ALL``)
+                since = before.get(entity.table)
+                if (closes_gone and name in COMPARE_ALL) or not sql.columns(entity.table):
+                    since = None
+                current = _CURRENT[name](sql, soft, since)
                 if current is None:
                     continue  # nothing of it loaded yet
                 recorded[entity.table] = _record_one(
-                    sql, entity, current, entity.resource in done, run_at
+                    sql, entity, current, closes_gone, run_at, since is not None
                 )
             if recorded:
                 _checked(sql, list(recorded), run_at)
+                compared.write(list(recorded), newest)
     return recorded
+
+
+class _Compared:
+    """Per history table, the newest load whose rows it was compared with
+    (``COMPARED_TABLE``, beside the dataset: ``base.INTERNAL_SCHEMA``)."""
+
+    def __init__(self, pipeline: Any, sql: _Sql) -> None:
+        self.pipeline = pipeline
+        self.sql = sql
+        self.client = sql.client
+        self.table = internal_table(pipeline, sql.client, COMPARED_TABLE)
+
+    def newest_load(self) -> str | None:
+        rows = self.client.execute_sql(
+            f"select max(load_id) from {self.sql.table('_dlt_loads')} where status = 0"
+        )
+        newest = rows[0][0] if rows else None
+        return newest if isinstance(newest, str) and _LOAD_ID.fullmatch(newest) else None
+
+    def read(self) -> dict[str, str]:
+        """History table -> the load it was last compared up to (none where unknown)."""
+        made = self.client.execute_sql(
+            "select 1 from information_schema.tables where table_schema = %s and table_name = %s",
+            INTERNAL_SCHEMA,
+            COMPARED_TABLE,
+        )
+        if not made:
+            return {}
+        rows = self.client.execute_sql(
+            f"select table_name, load_id from {self.table} where dataset_name = %s",
+            self.client.dataset_name,
+        )
+        return {
+            str(table): str(load)
+            for table, load in rows or ()
+            if isinstance(load, str) and _LOAD_ID.fullmatch(load)
+        }
+
+    def write(self, tables: list[str], newest: str | None) -> None:
+        """Every row of ``tables`` has been compared, up to the load ``newest``."""
+        create_internal_schema(self.pipeline, self.client)
+        self.client.execute_sql(
+            f"create table if not exists {self.table} "
+            "(dataset_name text not null, table_name text not null, load_id text not null)"
+        )
+        for table in tables:
+            self.client.execute_sql(
+                f"delete from {self.table} where dataset_name = %s and table_name = %s",
+                self.client.dataset_name,
+                table,
+            )
+            if newest is not None:
+                self.client.execute_sql(
+                    f"insert into {self.table} values (%s, %s, %s)",
+                    self.client.dataset_name,
+                    table,
+                    newest,
+                )
+
+
+def forget_compared(pipeline: Any, client: Any, table: str) -> None:
+    """The next comparison of history ``table`` reads every row: rows it reads were removed
+    without a load (``reconcile.replace_children``), so the rows loaded since do not tell
+    every key whose current state moved. Runs in the caller's transaction."""
+    made = client.execute_sql(
+        "select 1 from information_schema.tables where table_schema = %s and table_name = %s",
+        INTERNAL_SCHEMA,
+        COMPARED_TABLE,
+    )
+    if made:
+        client.execute_sql(
+            f"delete from {internal_table(pipeline, client, COMPARED_TABLE)} "
+            "where dataset_name = %s and table_name = %s",
+            client.dataset_name,
+            table,
+        )
 
 
 def _checked(sql: _Sql, tables: list[str], run_at: datetime) -> None:
@@ -391,8 +530,15 @@ def _checked(sql: _Sql, tables: list[str], run_at: datetime) -> None:
 
 
 def _record_one(
-    sql: _Sql, entity: Entity, current: _Current, closes_gone: bool, run_at: datetime
+    sql: _Sql,
+    entity: Entity,
+    current: _Current,
+    closes_gone: bool,
+    run_at: datetime,
+    partial: bool = False,
 ) -> Recorded:
+    """Brings one history table up to ``current``; ``partial``: ``current.sql`` holds only
+    the rows loaded since the last comparison (the others are as then)."""
     history = sql.table(entity.table)
     key = sql.col(entity.key)
     existing = sql.columns(entity.table)
@@ -432,13 +578,16 @@ def _record_one(
         run_at,
     )
     if closes_gone:
+        present = current.keys if partial else staged
         sql.client.execute_sql(
             f"update {history} set {valid_to} = greatest(%s, {valid_from}), {is_current} = false "
-            f"where {is_current} and {key} not in (select {key} from ({staged}) as c)",
+            f"where {is_current} and {key} not in (select {key} from ({present}) as c)",
             run_at,
         )
     columns = ", ".join(sql.col(n) for n in fields)
     picked = ", ".join(f"c.{sql.col(n)}" for n in fields)
+    # the versions of the keys compared, not the whole history's
+    only = f" where {key} in (select {key} from ({staged}) as k)" if partial else ""
     # a new version (a changed row's, whose current version ended just above, or a new
     # row's) starts at its updated_at unless an earlier version ends after that
     sql.client.execute_sql(
@@ -447,7 +596,7 @@ def _record_one(
         "when c.stamp >= e.last_edge then c.stamp else greatest(%s, e.last_edge) end, "
         f"null, true from ({cur}) as c left join (select {key}, "
         f"max(coalesce({valid_to}, {valid_from})) as last_edge, "
-        f"bool_or({is_current}) as has_current from {history} group by {key}) as e "
+        f"bool_or({is_current}) as has_current from {history}{only} group by {key}) as e "
         f"on e.{key} = c.{key} where e.has_current is not true",
         run_at,
         run_at,

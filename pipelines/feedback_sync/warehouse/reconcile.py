@@ -8,7 +8,9 @@ from earlier loads are what its lists no longer hold (a company removed, a list 
 shrank or emptied): they are deleted. Runs after every load.
 
 ``reconcile``: for a resource read from its start to its end in that load, a root row with
-another load id was not seen, so it no longer exists at the source:
+another load id was not seen, so it no longer exists at the source (for a resource whose
+unchanged rows were not loaded again, ideas on a normal run, the source names its gone
+keys instead, ``source.changes``):
 
 - ``hard`` (default): delete it and its child rows (by the parent's key);
 - ``soft``: keep it and set ``_deleted_at`` (once; later runs keep the first time).
@@ -25,7 +27,7 @@ replays them). On Delta tables the same steps are Delta commits (``delta_tables.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +39,7 @@ from feedback_sync.source.arrow import child_tables
 from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.warehouse.base import connected, dataset_tables, warn_unknown_rejection
+from feedback_sync.warehouse.history import COMPARE_ALL, ENTITIES, forget_compared
 
 log = logging.getLogger("feedback_sync")
 
@@ -83,7 +86,20 @@ def replace_children(
                     if count:
                         client.execute_sql(f"delete {stale}", load_id, load_id)
                         removed[child] = count
+            _forget_compared(pipeline, client, removed)
     return removed
+
+
+def _forget_compared(
+    pipeline: Pipeline, client: SqlClientBase[Any], removed: Iterable[str]
+) -> None:
+    """Rows removed from tables a history reads whole (``history.COMPARE_ALL``): its next
+    comparison reads every row, in the same transaction as the removal."""
+    touched = set(removed)
+    for name in COMPARE_ALL:
+        entity = ENTITIES[name]
+        if touched & set(entity.reads):
+            forget_compared(pipeline, client, entity.table)
 
 
 def _is_child(table: str) -> bool:
@@ -97,11 +113,14 @@ def reconcile(
     resources: Iterable[str],
     mode: str,
     had: frozenset[str] | None = None,
+    gone: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, int]:
     """Removes (or marks) rows of ``resources`` not seen in ``load_id``; counts per table.
 
     ``had``: the tables the warehouse had before the load, when known; a resource whose
-    table it did not have holds only the load's rows, none of them gone.
+    table it did not have holds only the load's rows, none of them gone. ``gone``: per
+    resource whose unchanged rows were not loaded again (``source.changes``), the keys
+    its complete read no longer found: exactly those rows are removed.
     """
     if had is not None:
         resources = [root for root in resources if root in had]
@@ -110,6 +129,7 @@ def reconcile(
     schema = pipeline.default_schema
     removed: dict[str, int] = {}
     now = datetime.now(UTC)
+    named = gone or {}
     with connected(pipeline) as client:
         existing = set(dataset_tables(client))
         with client.begin_transaction():
@@ -125,34 +145,75 @@ def reconcile(
                 ):
                     warn_unknown_rejection(root)
                     continue
-                qroot = client.make_qualified_table_name(root)
-                gone_filter, args = "_dlt_load_id <> %s", [load_id]
-                if mode == "soft":
-                    gone_filter += " and _deleted_at is null"
-                if REJECTED_TABLE in existing:
-                    # an item rejected in this load exists at the source: its earlier row stays
-                    qrejected = client.make_qualified_table_name(REJECTED_TABLE)
-                    gone_filter += (
-                        f" and idx not in (select idx from {qrejected} where resource = %s "
-                        "and _dlt_load_id = %s and idx is not null)"
-                    )
-                    args += [root, load_id]
-                count = _count(client, f"from {qroot} where {gone_filter}", *args)
-                if not count:
-                    continue
-                removed[root] = count
-                if mode == "soft":
-                    client.execute_sql(
-                        f"update {qroot} set _deleted_at = %s where {gone_filter}", now, *args
-                    )
-                    continue
-                key = PARENT_KEYS.get(root)
-                for child in _children(schema, existing, root) if key else ():
-                    qchild = client.make_qualified_table_name(child)
-                    client.execute_sql(
-                        f"delete from {qchild} where {key} in "
-                        f"(select idx from {qroot} where {gone_filter})",
-                        *args,
-                    )
-                client.execute_sql(f"delete from {qroot} where {gone_filter}", *args)
+                keys = named.get(root)
+                if keys is None:
+                    filters = [_not_in_load(client, existing, root, load_id)]
+                else:
+                    filters = [
+                        (f"idx in ({', '.join(['%s'] * len(chunk))})", list(chunk))
+                        for chunk in _chunks(keys, KEYS_PER_STATEMENT)
+                    ]
+                count = 0
+                for where, args in filters:
+                    if mode == "soft":
+                        where += " and _deleted_at is null"
+                    count += _remove(client, schema, existing, root, where, args, mode, now)
+                if count:
+                    removed[root] = count
+                    _forget_compared(pipeline, client, [root, *_children(schema, existing, root)])
     return removed
+
+
+# keys named in one statement's ``in (...)`` list (``gone``)
+KEYS_PER_STATEMENT = 500
+
+
+def _chunks(keys: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(keys), size):
+        yield keys[start : start + size]
+
+
+def _not_in_load(
+    client: SqlClientBase[Any], existing: set[str], root: str, load_id: str
+) -> tuple[str, list[Any]]:
+    """The rows of ``root`` not seen in ``load_id``: another load's id, and no item of the
+    same idx rejected in this load (it exists at the source: its earlier row stays)."""
+    where, args = "_dlt_load_id <> %s", [load_id]
+    if REJECTED_TABLE in existing:
+        qrejected = client.make_qualified_table_name(REJECTED_TABLE)
+        where += (
+            f" and idx not in (select idx from {qrejected} where resource = %s "
+            "and _dlt_load_id = %s and idx is not null)"
+        )
+        args += [root, load_id]
+    return where, args
+
+
+def _remove(
+    client: SqlClientBase[Any],
+    schema: Schema,
+    existing: set[str],
+    root: str,
+    where: str,
+    args: list[Any],
+    mode: str,
+    now: datetime,
+) -> int:
+    """Deletes the rows of ``root`` that ``where`` picks, and their child rows (or marks
+    them deleted, ``soft``); how many."""
+    qroot = client.make_qualified_table_name(root)
+    count = _count(client, f"from {qroot} where {where}", *args)
+    if not count:
+        return 0
+    if mode == "soft":
+        client.execute_sql(f"update {qroot} set _deleted_at = %s where {where}", now, *args)
+        return count
+    key = PARENT_KEYS.get(root)
+    for child in _children(schema, existing, root) if key else ():
+        qchild = client.make_qualified_table_name(child)
+        client.execute_sql(
+            f"delete from {qchild} where {key} in (select idx from {qroot} where {where})",
+            *args,
+        )
+    client.execute_sql(f"delete from {qroot} where {where}", *args)
+    return count

@@ -6,7 +6,7 @@ any other SQL destination dlt has build on it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -52,10 +52,11 @@ class SqlTarget(Target):
         resources: Iterable[str],
         mode: str,
         had: frozenset[str] | None = None,
+        gone: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, int]:
         from feedback_sync.warehouse import reconcile as deletes
 
-        return deletes.reconcile(pipeline, load_id, resources, mode, had)
+        return deletes.reconcile(pipeline, load_id, resources, mode, had, gone)
 
     def table_counts(self, pipeline: Pipeline) -> dict[str, int]:
         counts: dict[str, int] = {}

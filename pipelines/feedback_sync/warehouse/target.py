@@ -357,9 +357,11 @@ class Target:
         resources: Iterable[str],
         mode: str,
         had: frozenset[str] | None = None,
+        gone: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, int]:
         """Removes (or marks, ``mode`` soft) rows of ``resources`` not seen in ``load_id``;
-        counts per table."""
+        counts per table. ``gone``: per resource the source compared (its unchanged rows
+        not loaded again), the keys to remove instead (``reconcile.reconcile``)."""
         raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
     def record_history(
