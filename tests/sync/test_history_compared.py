@@ -63,6 +63,25 @@ def test_a_sync_compares_only_the_rows_loaded_since_the_last_comparison(
     assert _record(h)["ideas_history"] == _newest_load(h)
 
 
+def test_a_load_committed_out_of_order_makes_the_next_comparison_whole(harness: Harness) -> None:
+    """dlt's load ids are the extracting machine's clock: a load from a machine whose clock
+    is behind (or that synced the same dataset from elsewhere) can complete after the record
+    with a lower id. Its rows would never be "loaded since": every row is compared."""
+    h = harness
+    h.sync(full=True, models=False)
+    idea = sorted(i["idx"] for i in h.dump()["ideas"])[0]
+    _write(h, "update feedback.ideas set name = 'loaded by a slow clock' where idx = ?", idea)
+    _write(h, "update feedback.ideas set _dlt_load_id = '1000000000.5' where idx = ?", idea)
+    _write(
+        h,
+        "insert into feedback._dlt_loads (load_id, schema_name, status, inserted_at) "
+        "values ('1000000000.5', 'feedback', 0, now())",
+    )
+    h.sync(models=False)
+    last = versions(h, "ideas_history", "name")[idea][-1]
+    assert last[0] == "loaded by a slow clock" and last[-1] is True
+
+
 def test_copies_removed_without_a_load_make_the_next_company_comparison_whole(
     harness: Harness,
 ) -> None:

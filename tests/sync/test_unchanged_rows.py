@@ -9,11 +9,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 from feedback_sync.source.idea_entries import fingerprint
+from feedback_sync.source.screening import rejected_row
 from feedback_sync.warehouse import reconcile
 
-from tests.sync.harness import Harness
+from tests.sync.harness import Harness, Intercept
 from tests.sync.test_history import api
 
 # ideas renamed and moved, new and deleted; a deleted topic leaves the ideas that had it;
@@ -177,3 +179,64 @@ def test_a_normal_run_loads_only_the_posts_of_its_window_that_changed(harness: H
     )
     # a full run loads every post again
     assert harness.sync(full=True).unchanged.get("announcements") is None
+
+
+def _ideas_listing(request: httpx.Request) -> bool:
+    return request.url.path == "/v1/ideas"
+
+
+@pytest.mark.slow
+def test_an_idea_listed_twice_loads_again_on_the_next_run(harness: Harness) -> None:
+    """Which of two copies the merge kept is not known: the idea keeps no fingerprint, so
+    the next run loads it again, and the run after leaves it."""
+    harness.sync(full=True)
+    first: dict[str, Any] = {}
+
+    def twice(request: httpx.Request, body: dict[str, Any]) -> dict[str, Any]:
+        if _ideas_listing(request) and "after" not in request.url.params and body["data"]:
+            # a stale copy of the first idea ahead of it, as a listing that moved may send
+            first.update(body["data"][0], name=body["data"][0]["name"] + " (a stale copy)")
+            body["data"].insert(0, dict(first))
+        return body
+
+    listed = harness.sync(transport=Intercept(rewrite=twice))
+    assert first and listed.rows_loaded["ideas"] >= 1
+    again = harness.sync()
+    assert again.rows_loaded["ideas"] == 1
+    assert _load_ids(harness)[first["idx"]] == again.load_id
+    harness.assert_equals_truth(tables=["ideas", "ideas__topics"])
+    assert harness.sync().rows_loaded.get("ideas", 0) == 0
+
+
+@pytest.mark.slow
+def test_an_idea_rejected_on_a_full_run_is_removed_once_gone(harness: Harness) -> None:
+    """A full run that rejects an idea (two keys that make one column) keeps its earlier
+    row; a later normal run that no longer finds the idea removes it."""
+    harness.sync(full=True)
+    idea = sorted(_ideas(harness.dump()))[0]
+
+    def collide(request: httpx.Request, body: dict[str, Any]) -> dict[str, Any]:
+        for item in body.get("data") or ():
+            if _ideas_listing(request) and item.get("idx") == idea:
+                item["Due Date"], item["due_date"] = "2027-01-01", "2027-02-01"
+        return body
+
+    def hide(request: httpx.Request, body: dict[str, Any]) -> dict[str, Any]:
+        if _ideas_listing(request):
+            body["data"] = [item for item in body["data"] if item.get("idx") != idea]
+        return body
+
+    rejected = harness.sync(full=True, transport=Intercept(rewrite=collide))
+    assert rejected.rows_loaded["rejected_rows"] == 1
+    assert idea in _load_ids(harness)  # its earlier row stays
+    gone = harness.sync(transport=Intercept(rewrite=hide))
+    assert gone.rows_removed["ideas"] == 1
+    assert idea not in _load_ids(harness)
+
+
+def test_an_item_whose_idx_is_empty_has_no_key_in_rejected_rows() -> None:
+    """An empty idx is no key: the rejected row's idx is null, so the sync removes nothing
+    of that resource that run and says why (an empty text would pass for a key)."""
+    assert rejected_row("ideas", {"idx": "", "name": "x"}, "no idx")["idx"] is None
+    assert rejected_row("ideas", {"idx": 7}, "no idx")["idx"] is None
+    assert rejected_row("ideas", {"idx": "ide_1", "A b": 1, "a_b": 2}, "clash")["idx"] == "ide_1"

@@ -33,6 +33,13 @@ from feedback_sync.source.context import SyncRun
 from feedback_sync.source.idea_entries import ROWS, fingerprint
 
 Row = dict[str, Any]
+# the ``ideas`` state's flag: its fingerprints name every idea the warehouse may hold (a run
+# that loaded every idea but could not remove what was gone clears it)
+COMPLETE = "rows_complete"
+# the fingerprint kept for a row that must load again on the next run whatever it holds: an
+# item rejected now (its earlier row, if any, stays), or a key listed twice in one run
+# (which copy the merge kept is not known)
+RELOAD = ""
 
 
 class IdeaChanges:
@@ -66,18 +73,26 @@ class IdeaChanges:
         saved = state.get(ROWS)
         known = run.warehouse_tables
         compare = (
-            not run.full and isinstance(saved, dict) and known is not None and "ideas" in known
+            not run.full
+            and isinstance(saved, dict)
+            and state.get(COMPLETE) is True
+            and known is not None
+            and "ideas" in known
         )
         if not compare or not isinstance(saved, dict):
             saved = state[ROWS] = {}
+            state[COMPLETE] = True
         return cls(run, saved, compare)
 
     def see(self, row: Row) -> None:
         """A listed idea that can land (its row as shaped)."""
         idx: str = row["idx"]
+        assert self.run.changed_ideas is not None
+        if idx in self.seen:  # listed twice: both copies load, and again next run
+            self.run.changed_ideas[idx] = RELOAD
+            return
         mark = fingerprint(row)
         self.seen.add(idx)
-        assert self.run.changed_ideas is not None
         if self.saved.get(idx) == mark:
             self.unchanged += 1
         else:
@@ -88,6 +103,8 @@ class IdeaChanges:
         idx = item.get("idx") if isinstance(item, dict) else None
         if isinstance(idx, str) and idx:
             self.seen.add(idx)
+            # known from now on (a later run finds it gone), never taken as unchanged
+            self.saved.setdefault(idx, RELOAD)
         else:
             self.unkeyed = True
 
@@ -96,7 +113,12 @@ class IdeaChanges:
         if self.unchanged:
             self.run.count_unchanged("ideas", self.unchanged)
         if not self.compare:
-            return  # every idea loaded: rows of another load are gone (``reconcile``)
+            # every idea loaded: rows of another load are gone (``reconcile``), unless an
+            # item without a key held the deletes back: rows the fingerprints do not name
+            # may stay, and only a run that loads every idea again can find them gone
+            if self.unkeyed:
+                dlt.current.resource_state("ideas")[COMPLETE] = False
+            return
         if self.unkeyed:
             # the sync removes nothing and says why (``base.warn_unknown_rejection``)
             self.run.gone["ideas"] = []
@@ -109,14 +131,17 @@ class IdeaChanges:
     def abandon(self) -> None:
         """Ideas are discovered instead (no ``/ideas``): all load, no fingerprints kept."""
         self.run.changed_ideas = None
-        dlt.current.resource_state("ideas").pop(ROWS, None)
+        state = dlt.current.resource_state("ideas")
+        state.pop(ROWS, None)
+        state.pop(COMPLETE, None)
 
 
 def keep(state: dict[str, Any], changed: dict[str, str], rows: list[Row]) -> list[Row]:
     """The ``rows`` to load (changed or new ideas), their fingerprints kept in ``state``.
 
     ``rows`` are those the ``ideas`` table accepted; the fingerprint is kept only for a
-    row that loads, so an idea whose row was rejected keeps its earlier fingerprint.
+    row that loads, so an idea whose row was rejected keeps its earlier fingerprint. An
+    idea listed twice keeps none (``RELOAD``): the next run loads it again.
     """
     saved: dict[str, str] = state.setdefault(ROWS, {})
     loading = []
@@ -152,10 +177,10 @@ class WindowChanges:
 
     def changed(self, row: Row) -> bool:
         """Whether the post (as shaped, with a usable idx) is new or changed."""
-        mark = fingerprint(row)
+        mark = RELOAD if row["idx"] in self.read else fingerprint(row)  # listed twice
         published = row.get("published_at")
         self.read[row["idx"]] = (mark, published if isinstance(published, datetime) else None)
-        if self.saved.get(row["idx"]) == mark:
+        if mark != RELOAD and self.saved.get(row["idx"]) == mark:
             self.unchanged += 1
             return False
         return True

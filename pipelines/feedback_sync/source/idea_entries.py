@@ -13,8 +13,11 @@ from typing import Any
 
 import orjson
 
-# the ``ideas`` resource's state key of its rows' fingerprints (``changes``)
+# the state key of a resource's rows' fingerprints (``changes``: ideas, announcements)
 ROWS = "rows"
+# hashed with every fingerprint: a release that changes how a row lands (its shaping, its
+# columns) changes this, and every row loads once again
+FINGERPRINT_VERSION = b"feedback-rows-1"
 
 
 def idea_signature(idea: dict[str, Any]) -> str | None:
@@ -77,5 +80,5 @@ def fingerprint(row: dict[str, Any]) -> str:
         data = orjson.dumps(row)
     except TypeError:  # an integer beyond 64 bits, which orjson refuses: repr is exact
         data = repr(row).encode()
-    digest = hashlib.blake2b(data, digest_size=8).digest()
+    digest = hashlib.blake2b(data, digest_size=8, person=FINGERPRINT_VERSION).digest()
     return base64.urlsafe_b64encode(digest).decode()[:11]

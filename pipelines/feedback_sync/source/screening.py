@@ -146,7 +146,9 @@ def rejected_row(resource: str, item: Any, reason: str) -> dict[str, Any]:
     return {
         "resource": resource,
         "record_sha256": hashlib.sha256(record.encode()).hexdigest(),
-        "idx": idx if isinstance(idx, str) else None,
+        # the item's key where it has a usable one (text, not empty): null says it has none,
+        # and then it may be any row, so the run removes nothing of its resource
+        "idx": idx if isinstance(idx, str) and idx else None,
         "reason": reason,
         "record": record,
     }

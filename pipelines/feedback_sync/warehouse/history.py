@@ -430,47 +430,69 @@ def record(
 
 
 class _Compared:
-    """Per history table, the newest load whose rows it was compared with
-    (``COMPARED_TABLE``, beside the dataset: ``base.INTERNAL_SCHEMA``)."""
+    """Per history table, the newest load whose rows it was compared with, and how many
+    loads had completed then (``COMPARED_TABLE``, beside the dataset:
+    ``base.INTERNAL_SCHEMA``).
+
+    A record holds only while no load with an id at or below its own has completed since
+    (dlt's load ids are the extracting machine's clock: one whose clock is behind, or that
+    synced the same dataset from elsewhere, can commit a lower one later): then fewer loads
+    lie at or below the recorded id than were counted, and every row is compared."""
 
     def __init__(self, pipeline: Any, sql: _Sql) -> None:
         self.pipeline = pipeline
         self.sql = sql
         self.client = sql.client
         self.table = internal_table(pipeline, sql.client, COMPARED_TABLE)
+        self.loads = sql.table("_dlt_loads")
 
-    def newest_load(self) -> str | None:
+    def newest_load(self) -> tuple[str, int] | None:
+        """The newest completed load and how many have completed (None: no usable id)."""
         rows = self.client.execute_sql(
-            f"select max(load_id) from {self.sql.table('_dlt_loads')} where status = 0"
+            f"select max(load_id), count(*) from {self.loads} where status = 0"
         )
-        newest = rows[0][0] if rows else None
-        return newest if isinstance(newest, str) and _LOAD_ID.fullmatch(newest) else None
+        newest, count = rows[0] if rows else (None, 0)
+        if isinstance(newest, str) and _LOAD_ID.fullmatch(newest):
+            return newest, int(count)
+        return None
 
-    def read(self) -> dict[str, str]:
-        """History table -> the load it was last compared up to (none where unknown)."""
-        made = self.client.execute_sql(
-            "select 1 from information_schema.tables where table_schema = %s and table_name = %s",
+    def _columns(self) -> set[str]:
+        rows = self.client.execute_sql(
+            "select column_name from information_schema.columns "
+            "where table_schema = %s and table_name = %s",
             INTERNAL_SCHEMA,
             COMPARED_TABLE,
         )
-        if not made:
+        return {str(name) for (name,) in rows or ()}
+
+    def read(self) -> dict[str, str]:
+        """History table -> the load it was last compared up to, where that still holds."""
+        if "loads" not in self._columns():
             return {}
         rows = self.client.execute_sql(
-            f"select table_name, load_id from {self.table} where dataset_name = %s",
+            f"select table_name, load_id, loads from {self.table} where dataset_name = %s",
             self.client.dataset_name,
         )
-        return {
-            str(table): str(load)
-            for table, load in rows or ()
-            if isinstance(load, str) and _LOAD_ID.fullmatch(load)
-        }
+        held: dict[str, str] = {}
+        for table, load, counted in rows or ():
+            if not (isinstance(load, str) and _LOAD_ID.fullmatch(load)):
+                continue
+            since = self.client.execute_sql(
+                f"select count(*) from {self.loads} where status = 0 and load_id <= %s", load
+            )
+            if since and int(since[0][0]) == counted:
+                held[str(table)] = load
+        return held
 
-    def write(self, tables: list[str], newest: str | None) -> None:
+    def write(self, tables: list[str], newest: tuple[str, int] | None) -> None:
         """Every row of ``tables`` has been compared, up to the load ``newest``."""
         create_internal_schema(self.pipeline, self.client)
+        columns = self._columns()
+        if columns and "loads" not in columns:  # as a development version made it
+            self.client.execute_sql(f"drop table {self.table}")
         self.client.execute_sql(
-            f"create table if not exists {self.table} "
-            "(dataset_name text not null, table_name text not null, load_id text not null)"
+            f"create table if not exists {self.table} (dataset_name text not null, "
+            "table_name text not null, load_id text not null, loads bigint not null)"
         )
         for table in tables:
             self.client.execute_sql(
@@ -480,10 +502,10 @@ class _Compared:
             )
             if newest is not None:
                 self.client.execute_sql(
-                    f"insert into {self.table} values (%s, %s, %s)",
+                    f"insert into {self.table} values (%s, %s, %s, %s)",
                     self.client.dataset_name,
                     table,
-                    newest,
+                    *newest,
                 )
 
 
