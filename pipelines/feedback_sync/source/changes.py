@@ -42,6 +42,14 @@ COMPLETE = "rows_complete"
 RELOAD = ""
 
 
+def _compares(run: SyncRun, table: str) -> bool:
+    """Whether this run may leave unchanged rows of ``table`` as they are: a normal run, into
+    a warehouse known to hold the table (the tables of Delta and other destinations are not
+    listed: every row loads there)."""
+    known = run.warehouse_tables
+    return not run.full and known is not None and table in known
+
+
 class IdeaChanges:
     """One run's comparison of the ideas listed with the fingerprints kept.
 
@@ -71,15 +79,9 @@ class IdeaChanges:
             return None  # the fingerprints stay as the last load that held ideas left them
         state = dlt.current.resource_state("ideas")
         saved = state.get(ROWS)
-        known = run.warehouse_tables
-        compare = (
-            not run.full
-            and isinstance(saved, dict)
-            and state.get(COMPLETE) is True
-            and known is not None
-            and "ideas" in known
-        )
-        if not compare or not isinstance(saved, dict):
+        compare = _compares(run, "ideas") and state.get(COMPLETE) is True
+        if not (compare and isinstance(saved, dict)):
+            compare = False
             saved = state[ROWS] = {}
             state[COMPLETE] = True
         return cls(run, saved, compare)
@@ -167,9 +169,8 @@ class WindowChanges:
     def __init__(self, run: SyncRun, state: dict[str, Any]) -> None:
         self.run = run
         self.state = state
-        known = run.warehouse_tables
-        compare = not run.full and known is not None and "announcements" in known
         saved = state.get(ROWS)
+        compare = _compares(run, "announcements")
         self.saved: dict[str, str] = saved if compare and isinstance(saved, dict) else {}
         # every post read: its fingerprint, and when it was published (None: not a time)
         self.read: dict[str, tuple[str, datetime | None]] = {}

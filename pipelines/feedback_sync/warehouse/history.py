@@ -414,14 +414,15 @@ def record(
                 closes_gone = entity.resource in done
                 # the rows loaded since the last comparison, unless every row must be:
                 # nothing compared yet, or a full read of the resource (``COMPARE_ALL``)
+                existing = sql.columns(entity.table)
                 since = before.get(entity.table)
-                if (closes_gone and name in COMPARE_ALL) or not sql.columns(entity.table):
+                if (closes_gone and name in COMPARE_ALL) or not existing:
                     since = None
                 current = _CURRENT[name](sql, soft, since)
                 if current is None:
                     continue  # nothing of it loaded yet
                 recorded[entity.table] = _record_one(
-                    sql, entity, current, closes_gone, run_at, since is not None
+                    sql, entity, current, existing, closes_gone, run_at, since is not None
                 )
             if recorded:
                 _checked(sql, list(recorded), run_at)
@@ -456,18 +457,9 @@ class _Compared:
             return newest, int(count)
         return None
 
-    def _columns(self) -> set[str]:
-        rows = self.client.execute_sql(
-            "select column_name from information_schema.columns "
-            "where table_schema = %s and table_name = %s",
-            INTERNAL_SCHEMA,
-            COMPARED_TABLE,
-        )
-        return {str(name) for (name,) in rows or ()}
-
     def read(self) -> dict[str, str]:
         """History table -> the load it was last compared up to, where that still holds."""
-        if "loads" not in self._columns():
+        if "loads" not in _compared_columns(self.client):
             return {}
         rows = self.client.execute_sql(
             f"select table_name, load_id, loads from {self.table} where dataset_name = %s",
@@ -487,7 +479,7 @@ class _Compared:
     def write(self, tables: list[str], newest: tuple[str, int] | None) -> None:
         """Every row of ``tables`` has been compared, up to the load ``newest``."""
         create_internal_schema(self.pipeline, self.client)
-        columns = self._columns()
+        columns = _compared_columns(self.client)
         if columns and "loads" not in columns:  # as a development version made it
             self.client.execute_sql(f"drop table {self.table}")
         self.client.execute_sql(
@@ -509,16 +501,22 @@ class _Compared:
                 )
 
 
+def _compared_columns(client: Any) -> set[str]:
+    """The columns of ``COMPARED_TABLE`` (none: no record yet)."""
+    rows = client.execute_sql(
+        "select column_name from information_schema.columns "
+        "where table_schema = %s and table_name = %s",
+        INTERNAL_SCHEMA,
+        COMPARED_TABLE,
+    )
+    return {str(name) for (name,) in rows or ()}
+
+
 def forget_compared(pipeline: Any, client: Any, table: str) -> None:
     """The next comparison of history ``table`` reads every row: rows it reads were removed
     without a load (``reconcile.replace_children``), so the rows loaded since do not tell
     every key whose current state moved. Runs in the caller's transaction."""
-    made = client.execute_sql(
-        "select 1 from information_schema.tables where table_schema = %s and table_name = %s",
-        INTERNAL_SCHEMA,
-        COMPARED_TABLE,
-    )
-    if made:
+    if _compared_columns(client):
         client.execute_sql(
             f"delete from {internal_table(pipeline, client, COMPARED_TABLE)} "
             "where dataset_name = %s and table_name = %s",
@@ -555,15 +553,16 @@ def _record_one(
     sql: _Sql,
     entity: Entity,
     current: _Current,
+    existing: Columns,
     closes_gone: bool,
     run_at: datetime,
     partial: bool = False,
 ) -> Recorded:
-    """Brings one history table up to ``current``; ``partial``: ``current.sql`` holds only
-    the rows loaded since the last comparison (the others are as then)."""
+    """Brings one history table (its columns now: ``existing``, none before it is made) up
+    to ``current``; ``partial``: ``current.sql`` holds only the rows loaded since the last
+    comparison (the others are as then)."""
     history = sql.table(entity.table)
     key = sql.col(entity.key)
-    existing = sql.columns(entity.table)
     if not existing:
         definitions = [f"{key} {current.key_type} not null"]
         definitions += [f"{sql.col(n)} {kind}" for n, kind in current.fields.items()]
