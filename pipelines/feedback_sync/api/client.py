@@ -47,6 +47,7 @@ from typing import Any
 import httpx
 import orjson
 
+from feedback_sync.api.http_helper import HelperTransport, let_go, wants_helper
 from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.errors import ApiError, NotFound, OutcomeUnknown, RetriesExhausted, Unreachable
 from feedback_sync.redaction import SCRUBBER, install_log_filters, redact_url
@@ -239,13 +240,18 @@ class _Retryable(Exception):
 
 class FeedbackClient:
     """A thread-safe client for the Feedback API v1 (``get_json`` and ``send_json`` are the
-    only ways out)."""
+    only ways out).
+
+    With ``helper`` (the sync's reads), the exchanges run in a helper process where the
+    ``http_process`` setting allows (``http_helper``); ``transport`` (tests) overrides it.
+    """
 
     def __init__(
         self,
         settings: FeedbackSettings,
         *,
         transport: httpx.BaseTransport | None = None,
+        helper: bool = False,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
@@ -281,6 +287,11 @@ class FeedbackClient:
             max_connections=settings.max_concurrency,
             max_keepalive_connections=settings.max_concurrency,
         )
+        started: HelperTransport | None = None
+        if transport is None and helper and wants_helper(settings.http_process):
+            transport = started = HelperTransport.start(limits)
+        elif helper:
+            let_go()  # one the command line started ahead, not wanted after all
         self._http = httpx.Client(
             base_url=settings.base_url + "/",
             headers=headers,
@@ -289,6 +300,14 @@ class FeedbackClient:
             transport=transport,
             follow_redirects=False,
         )
+        if started is not None and self._transport_for(settings.base_url) is not started:
+            # a proxy from the environment serves the service: its requests go from here
+            started.close()
+
+    def _transport_for(self, url: str) -> httpx.BaseTransport | None:
+        """The transport httpx would use for ``url`` (None: httpx cannot say)."""
+        pick = getattr(self._http, "_transport_for_url", None)
+        return None if pick is None else pick(httpx.URL(url))
 
     def threads(self, urgent: bool = False) -> ThreadPoolExecutor:
         """The threads requests are sent from (``paging.walk``), shared by every walk of

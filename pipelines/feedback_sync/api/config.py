@@ -72,3 +72,9 @@ class FeedbackConfiguration(BaseConfiguration):
     history_announcements: Optional[Union[str, bool]] = None  # noqa: UP007, UP045
     """Keep the versioned history of announcements (``announcements_history``). Unset:
     off."""
+    http_process: Any = "auto"
+    """Where a sync sends its requests from: ``on``, a helper process, so speaking HTTP and
+    reading answers run on another core than parsing and writing the rows; ``off``, the
+    sync's own process; ``auto`` (the default), ``on`` where the process may use two CPUs or
+    more on Linux or macOS. Behind a proxy set in the environment, requests go from the
+    sync's process either way."""

@@ -21,6 +21,7 @@ from feedback_sync.errors import ConfigError
 SECTION = "sources.feedback"
 AUTH_METHODS = ("bearer", "basic", "query")
 DELETE_MODES = ("hard", "soft")
+HTTP_PROCESS = ("auto", "on", "off")
 MAX_PAGE_SIZE = 100
 # the version of the API this product speaks: the last segment of every base URL
 API_VERSION = "/v1"
@@ -57,6 +58,8 @@ class FeedbackSettings:
     history_ideas: bool | None = None
     history_companies: bool | None = None
     history_announcements: bool | None = None
+    # where the sync's requests are exchanged (``http_helper``): auto, on or off
+    http_process: str = "auto"
 
     def history_choices(self) -> dict[str, bool | None]:
         """Each history setting's choice, by entity (None: not set)."""
@@ -123,6 +126,12 @@ class FeedbackSettings:
                 f"{describe('delete_mode')} must be one of {', '.join(DELETE_MODES)}, "
                 f"got {delete_mode!r}"
             )
+        http_process = _text(raw.get("http_process", "auto"), "http_process").lower()
+        if http_process not in HTTP_PROCESS:
+            raise ConfigError(
+                f"{describe('http_process')} must be one of {', '.join(HTTP_PROCESS)}, "
+                f"got {http_process!r}"
+            )
         rps = raw.get("requests_per_second")
         return cls(
             base_url=base_url,
@@ -150,6 +159,7 @@ class FeedbackSettings:
             history_announcements=_optional_flag(
                 raw.get("history_announcements"), "history_announcements"
             ),
+            http_process=http_process,
         )
 
 

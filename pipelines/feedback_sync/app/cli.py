@@ -336,6 +336,11 @@ def _run_sync(args: argparse.Namespace) -> int:
     # it is still one error line; this one only says the run started.
     print(STARTING_LINE, file=sys.stderr, flush=True)
     with _heavy_imports():
+        from feedback_sync.api.http_helper import prestart
+        from feedback_sync.api.settings import env_name
+
+        # the HTTP helper starts beside the imports (api/http_helper.py)
+        prestart(os.environ.get(env_name("http_process"), "auto"))
         from feedback_sync.app.sync import run_sync
 
     try:

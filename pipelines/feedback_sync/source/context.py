@@ -51,7 +51,7 @@ class SyncRun:
     _memos: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.client = FeedbackClient(self.settings, transport=self.transport)
+        self.client = FeedbackClient(self.settings, transport=self.transport, helper=True)
 
     def write_disposition(self, table: str) -> Disposition:
         """``append`` for a table the warehouse does not have yet, else ``merge``."""

@@ -1,0 +1,458 @@
+"""HTTP exchanges in a helper process, so they run on another core than the rows.
+
+A full sync is bound by its process's CPU, one core at a time (Python's GIL): for each of
+its requests the client writes the request, reads the answer and parses HTTP (httpx,
+httpcore, h11: a third of the sync's CPU at ``large``), then parses the JSON and builds the
+rows. ``HelperTransport`` is an httpx transport that hands each exchange to a helper
+process running httpx's own transport, and gets back the status, the headers and the whole
+body (decompressed), so the protocol's work runs beside the rows' work instead of taking
+turns with it. Everything else stays in the sync's process: retries, the rate limit,
+error classification, JSON.
+
+How the two talk: one control socket, over which the sync's process passes the helper one
+end of a fresh socket pair (``SCM_RIGHTS``, POSIX only) for each request it has in flight
+at once, up to ``max_concurrency``; each pair then carries one exchange at a time, as a
+connection of a pool would: a length-prefixed pickle of the request, then one of the
+answer. The helper serves each pair from a thread of its own, through one httpx transport
+(one connection pool to the service, as the client had).
+
+What a user can rely on:
+
+- answers are the ones httpx would have given in process: the same headers (but
+  ``Content-Encoding`` and ``Content-Length``, since the body arrives decoded), the same
+  body, the same exception classes for transport failures, with the cause under a failed
+  connection (DNS, refused, TLS) that ``client._why_unconnected`` names;
+- the helper ends with the client (``close``), with the sync's process however that ends
+  (its sockets close: the helper reads the end and exits), and ignores Ctrl-C (the sync
+  handles it and closes the client);
+- when the helper cannot start, or ends early, requests go from the sync's own process
+  (in-process httpx, as with ``http_process = off``), with one warning; an exchange that
+  was in flight when it ended fails as a dropped connection would, and is retried;
+- the helper writes nothing: its output goes nowhere, so no message of it (or key) can
+  reach a terminal or a log.
+
+Proxies from the environment are not the helper's: httpx mounts a transport of its own in
+the client for a URL a proxy serves, and those requests go from the sync's process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import threading
+import weakref
+from typing import Any
+
+import httpx
+
+log = logging.getLogger("feedback_sync")
+
+# a frame: its length (4 bytes, network order), then a pickle
+_LENGTH = struct.Struct("!I")
+# pickle protocol 5 writes a body's bytes in one piece
+_PROTOCOL = 5
+# seconds the helper has to exit after the client closes before it is killed
+_EXIT_WAIT = 5.0
+# the answer headers that describe the body as sent, not as handed over (decoded)
+_BODY_HEADERS = (b"content-encoding", b"content-length")
+
+
+def available() -> str | None:
+    """None where the helper can run; else why not (for a message)."""
+    if not hasattr(socket, "send_fds") or not hasattr(socket, "AF_UNIX"):
+        return "this system cannot pass sockets between processes (Linux and macOS can)"
+    return None
+
+
+def wants_helper(setting: str) -> bool:
+    """Whether the ``http_process`` setting (checked: ``auto``, ``on``, ``off``) asks for
+    the helper here: ``auto`` where it can run and this process may use two CPUs or more
+    (on one, the two processes would only take turns)."""
+    if setting == "off":
+        return False
+    if setting == "on":
+        return True
+    return available() is None and usable_cpus() >= 2
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS says, else all)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        return len(affinity(0))
+    return os.cpu_count() or 1
+
+
+class HelperGone(Exception):
+    """The helper process ended (or never answered): the exchange did not complete."""
+
+
+class HelperTransport(httpx.BaseTransport):
+    """An httpx transport whose exchanges run in a helper process (the module's doc).
+
+    ``start`` returns None where the helper cannot be started; the caller then uses
+    httpx's own transport.
+    """
+
+    def __init__(
+        self, process: subprocess.Popen[bytes], control: socket.socket, limits: httpx.Limits
+    ) -> None:
+        self._process = process
+        self._control = control
+        self._limits = limits
+        self._lock = threading.Lock()
+        self._idle: list[socket.socket] = []
+        self._open: set[socket.socket] = set()
+        self._fallback: httpx.HTTPTransport | None = None
+        self._closed = False
+        # a client dropped without close (a library user's pipeline): the helper still ends
+        self._finalizer = weakref.finalize(self, _shut_down, process, control, self._open)
+
+    @classmethod
+    def start(cls, limits: httpx.Limits) -> HelperTransport | None:
+        """The helper started ahead (``prestart``), or one started now; None (and a
+        warning) where it cannot be started."""
+        why = available()
+        if why is not None:
+            log.warning("requests go from this process: %s", why)
+            return None
+        started = _take_early()
+        try:
+            if started is None:
+                started = _spawn()
+            process, control = started
+            _send(control, (limits.max_connections, limits.max_keepalive_connections))
+        except OSError as exc:
+            if started is not None:
+                _shut_down(started[0], started[1], set())
+            log.warning(
+                "requests go from this process: the HTTP helper did not start (%s)",
+                type(exc).__name__,
+            )
+            return None
+        return cls(process, control, limits)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        channel = self._channel()
+        if channel is None:
+            return self._in_process().handle_request(request)
+        frame = (
+            request.method,
+            str(request.url),
+            request.headers.raw,
+            request.read() if request.method not in ("GET", "HEAD") else b"",
+            request.extensions.get("timeout"),
+        )
+        try:
+            _send(channel, frame)
+        except OSError:
+            # nothing reached the helper: the request has not left, it goes from here
+            self._gone(channel)
+            return self._in_process().handle_request(request)
+        try:
+            reply = _receive(channel)
+        except (OSError, HelperGone):
+            self._gone(channel)
+            raise httpx.RemoteProtocolError(
+                "the HTTP helper process ended before the answer", request=request
+            ) from None
+        with self._lock:
+            if self._closed:
+                channel.close()
+                self._open.discard(channel)
+            else:
+                self._idle.append(channel)
+        if reply[0] == "error":
+            raise _rebuilt(reply, request)
+        _, status, headers, extensions, body = reply
+        return httpx.Response(
+            status, headers=headers, content=body, extensions=extensions, request=request
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            fallback, self._fallback = self._fallback, None
+        self._finalizer()
+        if fallback is not None:
+            fallback.close()
+
+    def _channel(self) -> socket.socket | None:
+        """An idle socket pair to the helper, or a new one; None once it is gone."""
+        with self._lock:
+            if self._fallback is not None or self._closed:
+                return None
+            if self._idle:
+                return self._idle.pop()
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                with theirs:
+                    socket.send_fds(self._control, [b"c"], [theirs.fileno()])
+            except OSError:
+                mine.close()
+                self._fallback_locked()
+                return None
+            self._open.add(mine)
+            return mine
+
+    def _gone(self, channel: socket.socket) -> None:
+        with self._lock:
+            channel.close()
+            self._open.discard(channel)
+            if not self._closed:
+                self._fallback_locked()
+
+    def _fallback_locked(self) -> None:
+        if self._fallback is not None:
+            return
+        self._fallback = httpx.HTTPTransport(limits=self._limits)
+        code = self._process.poll()
+        log.warning(
+            "the HTTP helper process ended (%s); requests go from this process for the rest "
+            "of the run",
+            "still running, its socket failed" if code is None else f"exit code {code}",
+        )
+
+    def _in_process(self) -> httpx.HTTPTransport:
+        with self._lock:
+            if self._fallback is None:
+                self._fallback = httpx.HTTPTransport(limits=self._limits)
+            return self._fallback
+
+
+_Started = tuple[subprocess.Popen[bytes], socket.socket]
+# the helper ``prestart`` started, until a client takes it (or the process ends)
+_early: _Started | None = None
+_early_lock = threading.Lock()
+
+
+def prestart(setting: str) -> None:
+    """Starts the helper before the client that will use it exists: the command line calls
+    this before its imports, so the helper's own start (about 0.1 s: Python and httpx)
+    runs beside them instead of delaying the first request. Only where ``setting`` (the
+    ``http_process`` setting as the environment gives it, unchecked) may want it: ``auto``
+    or ``on``; a TOML file that says ``off`` is read later, and the helper is then let go.
+    Quiet: a helper that cannot start here is tried again, with its warning, when the
+    client starts. One no client takes ends with the process."""
+    global _early
+    setting = setting.strip().lower()
+    if setting not in ("auto", "on") or available() is not None or not wants_helper(setting):
+        return
+    with _early_lock:
+        if _early is not None:
+            return
+        try:
+            _early = _spawn()
+        except OSError:
+            return
+    atexit.register(let_go)
+
+
+def let_go() -> None:
+    """Ends a helper ``prestart`` started that no client took (the run does not want it)."""
+    started = _take_early()
+    if started is not None:
+        _shut_down(started[0], started[1], set())
+
+
+def _take_early() -> _Started | None:
+    global _early
+    with _early_lock:
+        started, _early = _early, None
+    if started is not None and started[0].poll() is not None:
+        _shut_down(started[0], started[1], set())  # it ended on its own: start another
+        return None
+    return started
+
+
+def _spawn() -> _Started:
+    """A new helper process and the control socket to it.
+
+    Raises:
+        OSError: no socket pair, or the process did not start.
+    """
+    control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with theirs:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, __file__, str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
+    except OSError:
+        control.close()
+        raise
+    return process, control
+
+
+def _shut_down(
+    process: subprocess.Popen[bytes], control: socket.socket, channels: set[socket.socket]
+) -> None:
+    """Closes every socket to the helper (it then exits) and waits for it to go."""
+    for channel in list(channels):
+        # a thread blocked reading it wakes (closing alone may not wake it)
+        with contextlib.suppress(OSError):
+            channel.shutdown(socket.SHUT_RDWR)
+        channel.close()
+    channels.clear()
+    control.close()
+    try:
+        process.wait(_EXIT_WAIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+# --- the wire: length-prefixed pickles (both ends are this module, of one install) ---
+
+
+def _send(sock: socket.socket, message: Any) -> None:
+    data = pickle.dumps(message, protocol=_PROTOCOL)
+    sock.sendall(_LENGTH.pack(len(data)) + data)
+
+
+def _receive(sock: socket.socket) -> Any:
+    (size,) = _LENGTH.unpack(_read(sock, _LENGTH.size))
+    return pickle.loads(_read(sock, size))
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:], size - got)
+        if n == 0:
+            raise HelperGone
+        got += n
+    return bytes(buffer)
+
+
+# --- failures: the class httpx raised, and the cause ``client._why_unconnected`` reads ---
+
+
+def _failure(exc: httpx.TransportError) -> tuple[str, str, str, str, str | None]:
+    cause: BaseException | None = exc
+    kind, reason = "", None
+    while cause is not None:
+        if isinstance(cause, socket.gaierror):
+            kind = "dns"
+            break
+        if isinstance(cause, ConnectionRefusedError):
+            kind = "refused"
+            break
+        if isinstance(cause, ssl.SSLError):
+            kind, reason = "tls", cause.reason or type(cause).__name__
+            break
+        cause = cause.__cause__ or cause.__context__
+    return ("error", type(exc).__name__, str(exc), kind, reason)
+
+
+def _rebuilt(reply: tuple[Any, ...], request: httpx.Request) -> httpx.TransportError:
+    _, name, message, kind, reason = reply
+    cls = getattr(httpx, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, httpx.TransportError)):
+        cls = httpx.TransportError
+    error = cls(message, request=request)
+    cause: BaseException | None = None
+    if kind == "dns":
+        cause = socket.gaierror(message)
+    elif kind == "refused":
+        cause = ConnectionRefusedError(message)
+    elif kind == "tls":
+        cause = ssl.SSLError(message)
+        cause.reason = reason
+    error.__cause__ = cause
+    return error
+
+
+# --- the helper's side ---
+
+# the helper runs this file by path, not as ``feedback_sync.api.http_helper``: importing
+# the package would cost it the package's imports for nothing
+_BOOT = (
+    "import importlib.util, sys\n"
+    "spec = importlib.util.spec_from_file_location('feedback_sync_http_helper', sys.argv[1])\n"
+    "module = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(module)\n"
+    "module.serve(int(sys.argv[2]))\n"
+)
+
+
+def serve(control_fd: int) -> None:
+    """The helper's main loop: a thread per socket pair passed in, until the sync's
+    process closes the control socket (or ends)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sync's to handle
+    control = socket.socket(fileno=control_fd)
+    max_connections, max_keepalive = _receive(control)
+    transport = httpx.HTTPTransport(
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_keepalive
+        )
+    )
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(control, 1, 1)
+        except OSError:
+            break
+        if not fds:
+            break  # the sync's process closed the control socket, or ended
+        channel = socket.socket(fileno=fds[0])
+        threading.Thread(target=_serve_channel, args=(channel, transport), daemon=True).start()
+    os._exit(0)  # threads still serving end with the process
+
+
+def _serve_channel(channel: socket.socket, transport: httpx.HTTPTransport) -> None:
+    with channel:
+        while True:
+            try:
+                method, url, headers, content, timeout = _receive(channel)
+            except (OSError, HelperGone):
+                return
+            try:
+                reply = _exchange(transport, method, url, headers, content, timeout)
+            except httpx.TransportError as exc:
+                reply = _failure(exc)
+            try:
+                _send(channel, reply)
+            except OSError:
+                return
+
+
+def _exchange(
+    transport: httpx.HTTPTransport,
+    method: str,
+    url: str,
+    headers: list[tuple[bytes, bytes]],
+    content: bytes,
+    timeout: dict[str, float | None] | None,
+) -> tuple[Any, ...]:
+    request = httpx.Request(method, url, headers=headers, content=content or None)
+    if timeout is not None:
+        request.extensions["timeout"] = timeout
+    response = transport.handle_request(request)
+    try:
+        body = response.read()  # decoded, as the client would have read it
+    finally:
+        response.close()
+    kept = [(k, v) for k, v in response.headers.raw if k.lower() not in _BODY_HEADERS]
+    extensions = {
+        k: v for k, v in response.extensions.items() if k in ("http_version", "reason_phrase")
+    }
+    return ("answer", response.status_code, kept, extensions, body)
