@@ -300,9 +300,17 @@ class FeedbackClient:
             transport=transport,
             follow_redirects=False,
         )
+        # the helper, when it serves the service's address: the reads' headers as httpx
+        # makes them for any URL there (the same host), and the timeouts
+        self._helper: HelperTransport | None = None
         if started is not None and self._transport_for(settings.base_url) is not started:
             # a proxy from the environment serves the service: its requests go from here
             started.close()
+        elif started is not None:
+            probe = self._http.build_request("GET", settings.base_url + "/")
+            self._helper = started
+            self._helper_headers = probe.headers.raw
+            self._helper_timeout = probe.extensions.get("timeout")
 
     def _transport_for(self, url: str) -> httpx.BaseTransport | None:
         """The transport httpx would use for ``url`` (None: httpx cannot say)."""
@@ -574,6 +582,9 @@ class FeedbackClient:
         (private) choice of transport; an httpx without it takes the client's path."""
         if self._http.is_closed:  # a request of a walk that ended, after ``close``
             raise RuntimeError("the client was closed")  # as httpx's own send says
+        if self._helper is not None and method == "GET" and content is None and not headers:
+            # the helper's own path for a read: no httpx request built for it here
+            return self._helper.get(url, self._helper_headers, self._helper_timeout)
         request = self._http.build_request(method, url, content=content, headers=headers)
         pick = getattr(self._http, "_transport_for_url", None)
         if pick is None:  # an httpx without it: its whole path, cookies and all

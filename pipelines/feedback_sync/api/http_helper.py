@@ -146,9 +146,6 @@ class HelperTransport(httpx.BaseTransport):
         return self._process.pid
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        channel = self._channel()
-        if channel is None:
-            return self._in_process().handle_request(request)
         frame = (
             request.method,
             str(request.url),
@@ -156,18 +153,57 @@ class HelperTransport(httpx.BaseTransport):
             request.read() if request.method not in ("GET", "HEAD") else b"",
             request.extensions.get("timeout"),
         )
+        reply = self._call(frame)
+        if reply is None:  # the helper is gone: the request goes from this process
+            return self._in_process().handle_request(request)
+        if reply[0] == "error":
+            raise _rebuilt(reply, request)
+        _, status, headers, extensions, body = reply
+        return httpx.Response(
+            status, headers=headers, content=body, extensions=extensions, request=request
+        )
+
+    def get(
+        self, url: str, headers: list[tuple[bytes, bytes]], timeout: dict[str, Any] | None
+    ) -> tuple[httpx.Response, bytes]:
+        """A GET of ``url`` with ``headers`` exactly (httpx's ``Request.headers.raw`` of a
+        request to the same host) and the body: ``handle_request`` without building an
+        httpx request first (the client's path for the sync's reads; ``client._exchange``)."""
+        reply = self._call(("GET", url, headers, b"", timeout))
+        if reply is not None and reply[0] == "answer":
+            _, status, answer_headers, extensions, body = reply
+            return httpx.Response(status, headers=answer_headers, extensions=extensions), body
+        request = httpx.Request("GET", url, headers=headers, extensions={"timeout": timeout or {}})
+        if reply is not None:
+            raise _rebuilt(reply, request)
+        response = self._in_process().handle_request(request)
+        try:
+            return response, response.read()
+        finally:
+            response.close()
+
+    def _call(self, frame: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The helper's reply to ``frame``; None when the request never reached it (the
+        helper is gone: send it from this process instead).
+
+        Raises:
+            httpx.RemoteProtocolError: the helper ended after the request reached it.
+        """
+        channel = self._channel()
+        if channel is None:
+            return None
         try:
             _send(channel, frame)
         except OSError:
             # nothing reached the helper: the request has not left, it goes from here
             self._gone(channel)
-            return self._in_process().handle_request(request)
+            return None
         try:
-            reply = _receive(channel)
+            reply: tuple[Any, ...] = _receive(channel)
         except (OSError, HelperGone):
             self._gone(channel)
             raise httpx.RemoteProtocolError(
-                "the HTTP helper process ended before the answer", request=request
+                "the HTTP helper process ended before the answer"
             ) from None
         with self._lock:
             if self._closed:
@@ -175,12 +211,7 @@ class HelperTransport(httpx.BaseTransport):
                 self._open.discard(channel)
             else:
                 self._idle.append(channel)
-        if reply[0] == "error":
-            raise _rebuilt(reply, request)
-        _, status, headers, extensions, body = reply
-        return httpx.Response(
-            status, headers=headers, content=body, extensions=extensions, request=request
-        )
+        return reply
 
     def close(self) -> None:
         with self._lock:
@@ -191,9 +222,15 @@ class HelperTransport(httpx.BaseTransport):
             fallback.close()
 
     def _channel(self) -> socket.socket | None:
-        """An idle socket pair to the helper, or a new one; None once it is gone."""
+        """An idle socket pair to the helper, or a new one; None once it is gone.
+
+        Raises:
+            RuntimeError: the transport was closed (as httpx's own pool says).
+        """
         with self._lock:
-            if self._fallback is not None or self._closed:
+            if self._closed:
+                raise RuntimeError("the HTTP helper was closed")
+            if self._fallback is not None:
                 return None
             if self._idle:
                 return self._idle.pop()
