@@ -168,9 +168,11 @@ def _settings(base_url: str, **raw: Any) -> FeedbackSettings:
 def test_the_client_names_a_refused_address_as_in_process() -> None:
     settings = _settings(f"http://127.0.0.1:{_closed_port()}/v1", http_process="on")
     with FeedbackClient(settings, helper=True, sleep=lambda s: None) as client:
-        assert isinstance(client._transport_for(settings.base_url), HelperTransport)
+        transport = client._transport_for(settings.base_url)
+        assert isinstance(transport, HelperTransport)
         with pytest.raises(Unreachable, match="connection refused"):
             client.get_json("followers", {}, resource="followers")
+        assert transport.exchanges == 3  # the first try and two more, each the helper's
 
 
 def test_the_helper_ends_with_its_client(live_sandbox: RunningSandbox) -> None:
@@ -217,9 +219,10 @@ def test_a_helper_that_dies_hands_the_requests_back(
         os.kill(transport.pid, signal.SIGKILL)
         assert _gone(transport.pid)
         with caplog.at_level(logging.WARNING, logger="feedback_sync"):
-            # the first may have been in flight on a socket that died: it is retried
+            # the first finds the helper's socket dead (nothing was sent): it goes from here
             for _ in range(3):
                 assert client.get_json("topics", {}, resource="topics") == before
+        assert transport.exchanges == 1
     ended = [r.getMessage() for r in caplog.records if "HTTP helper process ended" in r.message]
     assert len(ended) == 1, ended
     assert "requests go from this process" in ended[0]
@@ -228,6 +231,13 @@ def test_a_helper_that_dies_hands_the_requests_back(
 def test_a_helper_started_ahead_is_taken_by_the_client_or_let_go(
     live_sandbox: RunningSandbox,
 ) -> None:
+    try:
+        _taken_or_let_go(live_sandbox)
+    finally:
+        http_helper.let_go()
+
+
+def _taken_or_let_go(live_sandbox: RunningSandbox) -> None:
     http_helper.prestart("on")
     early = http_helper._early
     assert early is not None
@@ -276,6 +286,158 @@ def test_the_setting_takes_auto_on_off_and_names_itself_otherwise() -> None:
         FeedbackSettings.validate(**base, http_process="yes")
 
 
+def _silent_server() -> socket.socket:
+    """A socket that accepts connections into its backlog and never answers."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    return silent
+
+
+def _get_in_thread(client: httpx.Client, url: str) -> tuple[threading.Thread, list[Any]]:
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(client.get(url))
+        except Exception as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_helper_dying_mid_exchange_fails_that_exchange_as_a_dropped_connection(
+    live_sandbox: RunningSandbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    helper = HelperTransport.start(LIMITS)
+    assert helper is not None
+    with _silent_server() as silent, httpx.Client(transport=helper, timeout=30) as client:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1/x"
+        thread, outcome = _get_in_thread(client, url)
+        time.sleep(0.3)  # the exchange is with the helper, waiting for an answer
+        with caplog.at_level(logging.WARNING, logger="feedback_sync"):
+            os.kill(helper.pid, signal.SIGKILL)
+            thread.join(10)
+        assert not thread.is_alive()
+        assert isinstance(outcome[0], httpx.RemoteProtocolError)
+        # the next request goes from this process
+        answer = client.get(live_sandbox.base_url + "/topics", headers=_key_headers(live_sandbox))
+        assert answer.status_code == 200
+    assert any("HTTP helper process ended" in r.getMessage() for r in caplog.records)
+
+
+def test_closing_with_an_exchange_in_flight_ends_it_and_starts_nothing_else() -> None:
+    helper = HelperTransport.start(LIMITS)
+    assert helper is not None
+    with _silent_server() as silent:
+        client = httpx.Client(transport=helper, timeout=30)
+        thread, outcome = _get_in_thread(client, f"http://127.0.0.1:{silent.getsockname()[1]}/")
+        time.sleep(0.3)
+        helper.close()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert isinstance(outcome[0], httpx.RemoteProtocolError | RuntimeError)
+        assert helper._fallback is None  # no transport of this process was started after it
+        assert _gone(helper.pid)
+        with pytest.raises(RuntimeError, match="closed"):
+            client.get(f"http://127.0.0.1:{silent.getsockname()[1]}/")
+
+
+@pytest.mark.parametrize(
+    ("boot", "why"),
+    [("import sys; sys.exit(3)", ""), ("import time; time.sleep(60)", "not ready in time")],
+)
+def test_a_helper_that_cannot_start_leaves_the_requests_here(
+    boot: str, why: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(http_helper, "_BOOT", boot)
+    monkeypatch.setattr(http_helper, "READY_SECONDS", 1.0)
+    monkeypatch.setattr(http_helper, "_EXIT_WAIT", 0.5)
+    with caplog.at_level(logging.WARNING, logger="feedback_sync"):
+        assert HelperTransport.start(LIMITS) is None
+    assert any("did not start" in r.getMessage() and why in r.getMessage() for r in caplog.records)
+
+
+class _BadGzip(http.server.BaseHTTPRequestHandler):
+    body = _Gzipping.body
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/good"):
+            _Gzipping.do_GET(self)  # type: ignore[arg-type]
+            return
+        self.send_response(200)
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", "9")
+        self.end_headers()
+        self.wfile.write(b"not gzip!")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_body_that_does_not_decode_fails_as_in_process_and_the_helper_stays(
+    helper: HelperTransport,
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _BadGzip)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        with httpx.Client() as direct, pytest.raises(httpx.DecodingError):
+            direct.get(base + "/bad")
+        with httpx.Client(transport=helper) as client:
+            with pytest.raises(httpx.DecodingError):
+                client.get(base + "/bad")
+            assert client.get(base + "/good").content == _Gzipping.body
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert helper._fallback is None
+    assert helper.exchanges == 2
+
+
+def test_the_client_s_reads_take_the_helper_s_own_path_and_arrive_decoded() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Gzipping)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings = _settings(f"http://127.0.0.1:{server.server_address[1]}/v1", http_process="on")
+        with FeedbackClient(settings, helper=True) as client:
+            transport = client._transport_for(settings.base_url)
+            assert isinstance(transport, HelperTransport)
+            assert client.get_json("x", {}, resource="x") == orjson.loads(_Gzipping.body)
+            assert transport.exchanges == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_process_forked_from_the_sync_does_not_keep_the_helper_alive() -> None:
+    script = (
+        "import httpx, os, sys, time\n"
+        "from feedback_sync.api.http_helper import HelperTransport\n"
+        "t = HelperTransport.start(httpx.Limits(max_connections=2))\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "print(t.pid, child, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
+    ) as parent:
+        assert parent.stdout is not None
+        helper_pid, child_pid = map(int, parent.stdout.readline().split())
+        try:
+            parent.send_signal(signal.SIGKILL)
+            parent.wait()
+            assert _gone(helper_pid)
+            assert _alive(child_pid)
+        finally:
+            os.kill(child_pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("http_process", ["on", "off"])
 def test_a_sync_lands_the_truth_whichever_process_sends(
     harness: Harness, http_process: str, monkeypatch: pytest.MonkeyPatch
@@ -293,3 +455,5 @@ def test_a_sync_lands_the_truth_whichever_process_sends(
     assert len(started) == (1 if http_process == "on" else 0)
     if started:
         assert started[0] is not None and _gone(started[0].pid)
+        assert started[0].exchanges >= 10  # every request of the run was the helper's
+        assert started[0]._fallback is None

@@ -303,7 +303,8 @@ class FeedbackClient:
         # the helper, when it serves the service's address: the reads' headers as httpx
         # makes them for any URL there (the same host), and the timeouts
         self._helper: HelperTransport | None = None
-        if started is not None and self._transport_for(settings.base_url) is not started:
+        chosen = self._transport_for(settings.base_url) if started is not None else None
+        if started is not None and chosen is not None and chosen is not started:
             # a proxy from the environment serves the service: its requests go from here
             started.close()
         elif started is not None:

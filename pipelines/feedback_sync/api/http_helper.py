@@ -14,20 +14,27 @@ end of a fresh socket pair (``SCM_RIGHTS``, POSIX only) for each request it has 
 at once, up to ``max_concurrency``; each pair then carries one exchange at a time, as a
 connection of a pool would: a length-prefixed pickle of the request, then one of the
 answer. The helper serves each pair from a thread of its own, through one httpx transport
-(one connection pool to the service, as the client had).
+(one connection pool to the service, as the client had). It says it is ready on the
+control socket before any request is handed to it.
 
 What a user can rely on:
 
-- answers are the ones httpx would have given in process: the same headers (but
-  ``Content-Encoding`` and ``Content-Length``, since the body arrives decoded), the same
-  body, the same exception classes for transport failures, with the cause under a failed
-  connection (DNS, refused, TLS) that ``client._why_unconnected`` names;
-- the helper ends with the client (``close``), with the sync's process however that ends
-  (its sockets close: the helper reads the end and exits), and ignores Ctrl-C (the sync
-  handles it and closes the client);
-- when the helper cannot start, or ends early, requests go from the sync's own process
-  (in-process httpx, as with ``http_process = off``), with one warning; an exchange that
-  was in flight when it ended fails as a dropped connection would, and is retried;
+- answers are the ones httpx would have given in process: the same status and headers
+  but ``Content-Encoding`` and ``Content-Length`` (the body arrives decoded, so they no
+  longer describe it), the same body, the same exception classes for failures (a
+  transport's, a body that does not decode), with the cause under a failed connection
+  (DNS, refused, TLS) that ``client._why_unconnected`` names;
+- the helper ends when its client closes, when the transport is garbage-collected, and
+  when the sync's process ends however it ends (its sockets close: the helper reads the
+  end and exits). It runs in a session of its own, so Ctrl-C at a terminal reaches the
+  sync, which closes the client; a process forked from the sync's closes its inherited
+  sockets to the helper;
+- when the helper cannot start (not ready within ``READY_SECONDS``), or ends early,
+  requests go from the sync's own process (in-process httpx, as with ``http_process =
+  off``), with a warning; an exchange that was in flight when it ended fails as a dropped
+  connection would, and is retried (the client warns of that retry too);
+- an exchange that gets no answer from the helper within the sum of the request's
+  timeouts and a minute fails the same way (a helper that hangs cannot stall a run);
 - the helper writes nothing: its output goes nowhere, so no message of it (or key) can
   reach a terminal or a log.
 
@@ -50,6 +57,7 @@ import subprocess
 import sys
 import threading
 import weakref
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -60,16 +68,26 @@ log = logging.getLogger("feedback_sync")
 _LENGTH = struct.Struct("!I")
 # pickle protocol 5 writes a body's bytes in one piece
 _PROTOCOL = 5
+# seconds a helper has to say it is ready (a Python start and httpx's import: about 0.1 s)
+READY_SECONDS = 15.0
 # seconds the helper has to exit after the client closes before it is killed
 _EXIT_WAIT = 5.0
+# beyond the sum of a request's timeouts, how long an exchange may wait for the helper
+_ANSWER_MARGIN = 60.0
 # the answer headers that describe the body as sent, not as handed over (decoded)
 _BODY_HEADERS = (b"content-encoding", b"content-length")
+# frames at most this long go in one write with their length; longer ones in two
+_ONE_WRITE = 1 << 16
 
 
 def available() -> str | None:
     """None where the helper can run; else why not (for a message)."""
     if not hasattr(socket, "send_fds") or not hasattr(socket, "AF_UNIX"):
         return "this system cannot pass sockets between processes (Linux and macOS can)"
+    if not sys.executable or getattr(sys, "frozen", False):
+        return "this Python cannot start another of itself (no sys.executable, or frozen)"
+    if not Path(__file__).is_file():
+        return f"the helper's code is not a file ({__file__})"
     return None
 
 
@@ -85,7 +103,9 @@ def wants_helper(setting: str) -> bool:
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the OS says, else all)."""
+    """The CPUs this process may run on (its affinity where the OS says, else all).
+    A container's CPU quota (cgroups) is not counted: ``auto`` may then choose the helper
+    on what is one CPU's worth of time; ``http_process = off`` is the answer there."""
     affinity = getattr(os, "sched_getaffinity", None)
     if affinity is not None:
         return len(affinity(0))
@@ -100,7 +120,7 @@ class HelperTransport(httpx.BaseTransport):
     """An httpx transport whose exchanges run in a helper process (the module's doc).
 
     ``start`` returns None where the helper cannot be started; the caller then uses
-    httpx's own transport.
+    httpx's own transport. ``exchanges`` counts the answers the helper gave.
     """
 
     def __init__(
@@ -114,13 +134,17 @@ class HelperTransport(httpx.BaseTransport):
         self._open: set[socket.socket] = set()
         self._fallback: httpx.HTTPTransport | None = None
         self._closed = False
+        self.exchanges = 0
         # a client dropped without close (a library user's pipeline): the helper still ends
-        self._finalizer = weakref.finalize(self, _shut_down, process, control, self._open)
+        self._finalizer = weakref.finalize(
+            self, _shut_down, process, control, self._open, self._idle, self._lock
+        )
+        _LIVE.add(self)
 
     @classmethod
     def start(cls, limits: httpx.Limits) -> HelperTransport | None:
-        """The helper started ahead (``prestart``), or one started now; None (and a
-        warning) where it cannot be started."""
+        """The helper started ahead (``prestart``), or one started now, once it said it is
+        ready; None (and a warning) where it cannot be started."""
         why = available()
         if why is not None:
             log.warning("requests go from this process: %s", why)
@@ -131,13 +155,15 @@ class HelperTransport(httpx.BaseTransport):
                 started = _spawn()
             process, control = started
             _send(control, (limits.max_connections, limits.max_keepalive_connections))
-        except OSError as exc:
+            control.settimeout(READY_SECONDS)
+            if _receive(control) != "ready":
+                raise HelperGone
+            control.settimeout(None)
+        except (OSError, HelperGone, pickle.UnpicklingError) as exc:
             if started is not None:
-                _shut_down(started[0], started[1], set())
-            log.warning(
-                "requests go from this process: the HTTP helper did not start (%s)",
-                type(exc).__name__,
-            )
+                _shut_down(started[0], started[1], set(), [], threading.Lock())
+            reason = "not ready in time" if isinstance(exc, TimeoutError) else type(exc).__name__
+            log.warning("requests go from this process: the HTTP helper did not start (%s)", reason)
             return None
         return cls(process, control, limits)
 
@@ -146,14 +172,15 @@ class HelperTransport(httpx.BaseTransport):
         return self._process.pid
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        timeout = request.extensions.get("timeout")
         frame = (
             request.method,
             str(request.url),
             request.headers.raw,
             request.read() if request.method not in ("GET", "HEAD") else b"",
-            request.extensions.get("timeout"),
+            timeout,
         )
-        reply = self._call(frame)
+        reply = self._call(frame, timeout, request)
         if reply is None:  # the helper is gone: the request goes from this process
             return self._in_process().handle_request(request)
         if reply[0] == "error":
@@ -169,7 +196,7 @@ class HelperTransport(httpx.BaseTransport):
         """A GET of ``url`` with ``headers`` exactly (httpx's ``Request.headers.raw`` of a
         request to the same host) and the body: ``handle_request`` without building an
         httpx request first (the client's path for the sync's reads; ``client._exchange``)."""
-        reply = self._call(("GET", url, headers, b"", timeout))
+        reply = self._call(("GET", url, headers, b"", timeout), timeout, None)
         if reply is not None and reply[0] == "answer":
             _, status, answer_headers, extensions, body = reply
             return httpx.Response(status, headers=answer_headers, extensions=extensions), body
@@ -182,16 +209,35 @@ class HelperTransport(httpx.BaseTransport):
         finally:
             response.close()
 
-    def _call(self, frame: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            fallback, self._fallback = self._fallback, None
+        self._finalizer()
+        _LIVE.discard(self)
+        if fallback is not None:
+            fallback.close()
+
+    def _call(
+        self,
+        frame: tuple[Any, ...],
+        timeout: dict[str, Any] | None,
+        request: httpx.Request | None,
+    ) -> tuple[Any, ...] | None:
         """The helper's reply to ``frame``; None when the request never reached it (the
         helper is gone: send it from this process instead).
 
         Raises:
-            httpx.RemoteProtocolError: the helper ended after the request reached it.
+            httpx.RemoteProtocolError: the helper ended, or gave no answer in time, after
+                the request reached it.
+            RuntimeError: the transport was closed.
         """
         channel = self._channel()
         if channel is None:
             return None
+        deadline = _answer_deadline(timeout)
+        if channel.gettimeout() != deadline:
+            channel.settimeout(deadline)
         try:
             _send(channel, frame)
         except OSError:
@@ -200,10 +246,11 @@ class HelperTransport(httpx.BaseTransport):
             return None
         try:
             reply: tuple[Any, ...] = _receive(channel)
-        except (OSError, HelperGone):
+        except (OSError, HelperGone, pickle.UnpicklingError):
             self._gone(channel)
             raise httpx.RemoteProtocolError(
-                "the HTTP helper process ended before the answer"
+                "the HTTP helper process ended, or gave no answer in time",
+                request=request or httpx.Request(frame[0], frame[1]),
             ) from None
         with self._lock:
             if self._closed:
@@ -211,15 +258,8 @@ class HelperTransport(httpx.BaseTransport):
                 self._open.discard(channel)
             else:
                 self._idle.append(channel)
+                self.exchanges += 1
         return reply
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            fallback, self._fallback = self._fallback, None
-        self._finalizer()
-        if fallback is not None:
-            fallback.close()
 
     def _channel(self) -> socket.socket | None:
         """An idle socket pair to the helper, or a new one; None once it is gone.
@@ -265,15 +305,74 @@ class HelperTransport(httpx.BaseTransport):
 
     def _in_process(self) -> httpx.HTTPTransport:
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the HTTP helper was closed")
             if self._fallback is None:
                 self._fallback = httpx.HTTPTransport(limits=self._limits)
             return self._fallback
 
+    def _forked(self) -> None:
+        """In a process forked from this one: its copies of the sockets go (the helper is
+        the parent's), so the helper ends with the parent, not with the last copy."""
+        self._finalizer.detach()
+        for sock in (self._control, *self._open):
+            with contextlib.suppress(OSError):
+                sock.close()
+        self._closed = True
+
+
+def _answer_deadline(timeout: dict[str, Any] | None) -> float:
+    steps = [v for v in (timeout or {}).values() if isinstance(v, int | float)]
+    return sum(steps) + _ANSWER_MARGIN
+
+
+def _shut_down(
+    process: subprocess.Popen[bytes],
+    control: socket.socket,
+    channels: set[socket.socket],
+    idle: list[socket.socket],
+    lock: threading.Lock,
+) -> None:
+    """Ends the helper: the sockets to it are shut (a thread reading one wakes; it closes
+    its own), the idle ones closed, then the control socket, which makes the helper exit;
+    it is waited for (killed after ``_EXIT_WAIT`` seconds)."""
+    with lock:
+        for channel in channels:
+            with contextlib.suppress(OSError):
+                channel.shutdown(socket.SHUT_RDWR)
+        for channel in idle:
+            channel.close()
+            channels.discard(channel)
+        idle.clear()
+    control.close()
+    try:
+        process.wait(_EXIT_WAIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+# every live transport, so a forked child can let go of their sockets
+_LIVE: weakref.WeakSet[HelperTransport] = weakref.WeakSet()
 
 _Started = tuple[subprocess.Popen[bytes], socket.socket]
 # the helper ``prestart`` started, until a client takes it (or the process ends)
 _early: _Started | None = None
 _early_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _early
+    for transport in list(_LIVE):
+        transport._forked()
+    if _early is not None:
+        with contextlib.suppress(OSError):
+            _early[1].close()
+        _early = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def prestart(setting: str) -> None:
@@ -295,14 +394,16 @@ def prestart(setting: str) -> None:
             _early = _spawn()
         except OSError:
             return
-    atexit.register(let_go)
 
 
 def let_go() -> None:
     """Ends a helper ``prestart`` started that no client took (the run does not want it)."""
     started = _take_early()
     if started is not None:
-        _shut_down(started[0], started[1], set())
+        _shut_down(started[0], started[1], set(), [], threading.Lock())
+
+
+atexit.register(let_go)
 
 
 def _take_early() -> _Started | None:
@@ -310,13 +411,16 @@ def _take_early() -> _Started | None:
     with _early_lock:
         started, _early = _early, None
     if started is not None and started[0].poll() is not None:
-        _shut_down(started[0], started[1], set())  # it ended on its own: start another
+        # it ended on its own: start another
+        _shut_down(started[0], started[1], set(), [], threading.Lock())
         return None
     return started
 
 
 def _spawn() -> _Started:
-    """A new helper process and the control socket to it.
+    """A new helper process and the control socket to it. ``-P``: the helper's imports
+    come from the installed packages, never from a module of the working folder; its own
+    session: a terminal's Ctrl-C goes to the sync alone.
 
     Raises:
         OSError: no socket pair, or the process did not start.
@@ -325,35 +429,18 @@ def _spawn() -> _Started:
     try:
         with theirs:
             process = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, __file__, str(theirs.fileno())],
+                [sys.executable, "-P", "-c", _BOOT, __file__, str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 close_fds=True,
+                start_new_session=True,
             )
-    except OSError:
+    except (OSError, ValueError, TypeError) as exc:
         control.close()
-        raise
+        raise OSError(f"the helper did not start: {type(exc).__name__}") from None
     return process, control
-
-
-def _shut_down(
-    process: subprocess.Popen[bytes], control: socket.socket, channels: set[socket.socket]
-) -> None:
-    """Closes every socket to the helper (it then exits) and waits for it to go."""
-    for channel in list(channels):
-        # a thread blocked reading it wakes (closing alone may not wake it)
-        with contextlib.suppress(OSError):
-            channel.shutdown(socket.SHUT_RDWR)
-        channel.close()
-    channels.clear()
-    control.close()
-    try:
-        process.wait(_EXIT_WAIT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 # --- the wire: length-prefixed pickles (both ends are this module, of one install) ---
@@ -361,7 +448,11 @@ def _shut_down(
 
 def _send(sock: socket.socket, message: Any) -> None:
     data = pickle.dumps(message, protocol=_PROTOCOL)
-    sock.sendall(_LENGTH.pack(len(data)) + data)
+    if len(data) <= _ONE_WRITE:
+        sock.sendall(_LENGTH.pack(len(data)) + data)
+    else:  # a body: not copied once more to put its length in front
+        sock.sendall(_LENGTH.pack(len(data)))
+        sock.sendall(data)
 
 
 def _receive(sock: socket.socket) -> Any:
@@ -369,7 +460,7 @@ def _receive(sock: socket.socket) -> Any:
     return pickle.loads(_read(sock, size))
 
 
-def _read(sock: socket.socket, size: int) -> bytes:
+def _read(sock: socket.socket, size: int) -> bytearray:
     buffer = bytearray(size)
     view = memoryview(buffer)
     got = 0
@@ -378,13 +469,17 @@ def _read(sock: socket.socket, size: int) -> bytes:
         if n == 0:
             raise HelperGone
         got += n
-    return bytes(buffer)
+    return buffer
 
 
 # --- failures: the class httpx raised, and the cause ``client._why_unconnected`` reads ---
 
 
-def _failure(exc: httpx.TransportError) -> tuple[str, str, str, str, str | None]:
+def _failure(exc: Exception) -> tuple[str, str, str, str, str | None]:
+    """An error frame: httpx's own failures with their message, anything else by its class
+    only (its message might quote a URL, and with it a key sent as a parameter)."""
+    if not isinstance(exc, httpx.HTTPError):
+        return ("error", "RuntimeError", f"the HTTP helper failed ({type(exc).__name__})", "", None)
     cause: BaseException | None = exc
     kind, reason = "", None
     while cause is not None:
@@ -401,11 +496,11 @@ def _failure(exc: httpx.TransportError) -> tuple[str, str, str, str, str | None]
     return ("error", type(exc).__name__, str(exc), kind, reason)
 
 
-def _rebuilt(reply: tuple[Any, ...], request: httpx.Request) -> httpx.TransportError:
+def _rebuilt(reply: tuple[Any, ...], request: httpx.Request) -> Exception:
     _, name, message, kind, reason = reply
     cls = getattr(httpx, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, httpx.TransportError)):
-        cls = httpx.TransportError
+    if not (isinstance(cls, type) and issubclass(cls, httpx.RequestError)):
+        return RuntimeError(message)
     error = cls(message, request=request)
     cause: BaseException | None = None
     if kind == "dns":
@@ -443,6 +538,7 @@ def serve(control_fd: int) -> None:
             max_connections=max_connections, max_keepalive_connections=max_keepalive
         )
     )
+    _send(control, "ready")
     while True:
         try:
             _, fds, _, _ = socket.recv_fds(control, 1, 1)
@@ -464,7 +560,7 @@ def _serve_channel(channel: socket.socket, transport: httpx.HTTPTransport) -> No
                 return
             try:
                 reply = _exchange(transport, method, url, headers, content, timeout)
-            except httpx.TransportError as exc:
+            except Exception as exc:  # each goes back to the sync's process, as its class
                 reply = _failure(exc)
             try:
                 _send(channel, reply)
