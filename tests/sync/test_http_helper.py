@@ -187,25 +187,6 @@ def test_the_helper_ends_with_its_client(live_sandbox: RunningSandbox) -> None:
     assert _gone(transport.pid)
 
 
-def test_the_helper_ends_when_the_sync_s_process_is_killed(tmp_path: Any) -> None:
-    script = (
-        "import httpx, sys, time\n"
-        "from feedback_sync.api.http_helper import HelperTransport\n"
-        "t = HelperTransport.start(httpx.Limits(max_connections=2))\n"
-        "print(t.pid, flush=True)\n"
-        "time.sleep(60)\n"
-    )
-    with subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
-    ) as parent:
-        assert parent.stdout is not None
-        pid = int(parent.stdout.readline())
-        assert _alive(pid)
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
-    assert _gone(pid)
-
-
 def test_a_helper_that_dies_hands_the_requests_back(
     live_sandbox: RunningSandbox, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -237,30 +218,31 @@ def test_a_helper_started_ahead_is_taken_by_the_client_or_let_go(
         http_helper.let_go()
 
 
-def _taken_or_let_go(live_sandbox: RunningSandbox) -> None:
+def _started_ahead(sandbox: RunningSandbox, http_process: str) -> tuple[int, FeedbackSettings]:
+    """A helper started ahead (its pid), and settings for ``sandbox`` with ``http_process``."""
     http_helper.prestart("on")
     early = http_helper._early
     assert early is not None
     settings = FeedbackSettings.validate(
-        base_url=live_sandbox.base_url, api_key=live_sandbox.api_key, http_process="on"
+        base_url=sandbox.base_url, api_key=sandbox.api_key, http_process=http_process
     )
-    with FeedbackClient(settings, helper=True) as client:
-        transport = client._transport_for(settings.base_url)
+    return early[0].pid, settings
+
+
+def _taken_or_let_go(live_sandbox: RunningSandbox) -> None:
+    pid, on = _started_ahead(live_sandbox, "on")
+    with FeedbackClient(on, helper=True) as client:
+        transport = client._transport_for(on.base_url)
         assert isinstance(transport, HelperTransport)
-        assert transport.pid == early[0].pid
+        assert transport.pid == pid
         assert client.get_json("topics", {}, resource="topics")["data"]
     assert http_helper._early is None
 
-    http_helper.prestart("on")
-    early = http_helper._early
-    assert early is not None
-    off = FeedbackSettings.validate(
-        base_url=live_sandbox.base_url, api_key=live_sandbox.api_key, http_process="off"
-    )
+    pid, off = _started_ahead(live_sandbox, "off")
     with FeedbackClient(off, helper=True) as client:
         assert not isinstance(client._transport_for(off.base_url), HelperTransport)
     assert http_helper._early is None
-    assert _gone(early[0].pid)
+    assert _gone(pid)
 
 
 def test_off_or_a_bad_value_starts_nothing_ahead() -> None:
@@ -412,12 +394,15 @@ def test_the_client_s_reads_take_the_helper_s_own_path_and_arrive_decoded() -> N
         server.server_close()
 
 
-def test_a_process_forked_from_the_sync_does_not_keep_the_helper_alive() -> None:
+@pytest.mark.parametrize("fork", [False, True], ids=["alone", "with-a-forked-child"])
+def test_the_helper_ends_when_the_sync_s_process_is_killed(fork: bool) -> None:
+    # a child forked from the sync's process lets go of its copies of the sockets, so it
+    # does not keep the helper alive after the sync's process is gone
     script = (
         "import httpx, os, sys, time\n"
         "from feedback_sync.api.http_helper import HelperTransport\n"
         "t = HelperTransport.start(httpx.Limits(max_connections=2))\n"
-        "child = os.fork()\n"
+        f"child = os.fork() if {fork} else -1\n"
         "if child == 0:\n"
         "    time.sleep(60)\n"
         "    os._exit(0)\n"
@@ -430,12 +415,15 @@ def test_a_process_forked_from_the_sync_does_not_keep_the_helper_alive() -> None
         assert parent.stdout is not None
         helper_pid, child_pid = map(int, parent.stdout.readline().split())
         try:
+            assert _alive(helper_pid)
             parent.send_signal(signal.SIGKILL)
             parent.wait()
             assert _gone(helper_pid)
-            assert _alive(child_pid)
+            if fork:
+                assert _alive(child_pid)
         finally:
-            os.kill(child_pid, signal.SIGKILL)
+            if fork:
+                os.kill(child_pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("http_process", ["on", "off"])
