@@ -175,6 +175,28 @@ def test_the_client_names_a_refused_address_as_in_process() -> None:
         assert transport.exchanges == 3  # the first try and two more, each the helper's
 
 
+def test_behind_a_proxy_from_the_environment_the_requests_go_from_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    settings = _settings("https://api.test/v1", http_process="on")
+    started: list[HelperTransport | None] = []
+    original = HelperTransport.start.__func__  # type: ignore[attr-defined]
+
+    def recording(cls: type[HelperTransport], limits: httpx.Limits) -> HelperTransport | None:
+        started.append(original(cls, limits))
+        return started[-1]
+
+    monkeypatch.setattr(HelperTransport, "start", classmethod(recording))
+    with FeedbackClient(settings, helper=True) as client:
+        used = client._transport_for(settings.base_url)
+        # httpx's own transport through the proxy (its pool is an HTTPProxy)
+        assert isinstance(used, httpx.HTTPTransport)
+        assert type(used._pool).__name__ == "HTTPProxy"
+        assert client._helper is None
+    assert started == []
+
+
 def test_the_helper_ends_with_its_client(live_sandbox: RunningSandbox) -> None:
     settings = FeedbackSettings.validate(
         base_url=live_sandbox.base_url, api_key=live_sandbox.api_key, http_process="on"

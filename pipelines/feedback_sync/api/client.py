@@ -47,7 +47,7 @@ from typing import Any
 import httpx
 import orjson
 
-from feedback_sync.api.http_helper import HelperTransport, let_go, wants_helper
+from feedback_sync.api.http_helper import HelperTransport, let_go, proxied, wants_helper
 from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.errors import ApiError, NotFound, OutcomeUnknown, RetriesExhausted, Unreachable
 from feedback_sync.redaction import SCRUBBER, install_log_filters, redact_url
@@ -289,7 +289,11 @@ class FeedbackClient:
         )
         started: HelperTransport | None = None
         if transport is None and helper and wants_helper(settings.http_process):
-            transport = started = HelperTransport.start(limits)
+            if proxied(settings.base_url):
+                # httpx takes proxies from the environment only for its own transports
+                let_go()
+            else:
+                transport = started = HelperTransport.start(limits)
         elif helper:
             let_go()  # one the command line started ahead, not wanted after all
         self._http = httpx.Client(
@@ -300,14 +304,10 @@ class FeedbackClient:
             transport=transport,
             follow_redirects=False,
         )
-        # the helper, when it serves the service's address: the reads' headers as httpx
-        # makes them for any URL there (the same host), and the timeouts
+        # the helper's own path for the reads: their headers as httpx makes them for any
+        # URL of the service's host, and the timeouts
         self._helper: HelperTransport | None = None
-        chosen = self._transport_for(settings.base_url) if started is not None else None
-        if started is not None and chosen is not None and chosen is not started:
-            # a proxy from the environment serves the service: its requests go from here
-            started.close()
-        elif started is not None:
+        if started is not None:
             probe = self._http.build_request("GET", settings.base_url + "/")
             self._helper = started
             self._helper_headers = probe.headers.raw

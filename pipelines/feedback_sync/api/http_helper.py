@@ -38,8 +38,9 @@ What a user can rely on:
 - the helper writes nothing: its output goes nowhere, so no message of it (or key) can
   reach a terminal or a log.
 
-Proxies from the environment are not the helper's: httpx mounts a transport of its own in
-the client for a URL a proxy serves, and those requests go from the sync's process.
+Proxies from the environment are not the helper's: httpx honours them only for the
+transports it makes itself, so where the environment names a proxy for the service's
+scheme (``proxied``) the client does not use the helper at all.
 """
 
 from __future__ import annotations
@@ -100,6 +101,16 @@ def wants_helper(setting: str) -> bool:
     if setting == "on":
         return True
     return available() is None and usable_cpus() >= 2
+
+
+def proxied(url: str) -> bool:
+    """Whether the environment names a proxy for ``url``'s scheme (``HTTPS_PROXY``,
+    ``ALL_PROXY``, ...; ``NO_PROXY`` not consulted). httpx honours those only for the
+    transports it makes itself, so a sync behind one sends from its own process."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    return bool(proxies.get(httpx.URL(url).scheme) or proxies.get("all"))
 
 
 def usable_cpus() -> int:
