@@ -282,6 +282,39 @@ def test_auto_uses_the_helper_only_with_two_cpus_or_more(monkeypatch: pytest.Mon
     assert not http_helper.wants_helper("off")
 
 
+@pytest.mark.parametrize(
+    ("v2", "v1", "cpus"),
+    [
+        ("max 100000", None, None),
+        ("150000 100000", None, 2),
+        ("50000 100000", None, 1),
+        (None, ("-1", "100000"), None),
+        (None, ("100000", "100000"), 1),
+        (None, None, None),
+        ("garbled", None, None),
+    ],
+)
+def test_a_container_s_cpu_quota_caps_the_cpus_counted(
+    v2: str | None,
+    v1: tuple[str, str] | None,
+    cpus: int | None,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = {"v2": tmp_path / "cpu.max", "quota": tmp_path / "q", "period": tmp_path / "p"}
+    if v2 is not None:
+        files["v2"].write_text(v2 + "\n")
+    if v1 is not None:
+        files["quota"].write_text(v1[0] + "\n")
+        files["period"].write_text(v1[1] + "\n")
+    monkeypatch.setattr(http_helper, "CGROUP_V2", files["v2"])
+    monkeypatch.setattr(http_helper, "CGROUP_V1", (files["quota"], files["period"]))
+    assert http_helper.cgroup_cpus() == cpus
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert http_helper.usable_cpus() == (8 if cpus is None else cpus)
+    assert http_helper.wants_helper("auto") == (cpus is None or cpus >= 2)
+
+
 def test_the_setting_takes_auto_on_off_and_names_itself_otherwise() -> None:
     base = {"base_url": "https://x.test/v1", "api_key": "k"}
     assert FeedbackSettings.validate(**base).http_process == "auto"

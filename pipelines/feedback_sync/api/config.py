@@ -76,5 +76,5 @@ class FeedbackConfiguration(BaseConfiguration):
     """Where a sync sends its requests from: ``on``, a helper process, so speaking HTTP and
     reading answers run on another core than parsing and writing the rows; ``off``, the
     sync's own process; ``auto`` (the default), ``on`` where the process may use two CPUs or
-    more on Linux or macOS. Behind a proxy set in the environment, requests go from the
-    sync's process either way."""
+    more (its affinity, and a container's CPU quota) on Linux or macOS. Where the
+    environment names a proxy for the service, requests go from the sync's process."""

@@ -48,6 +48,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import math
 import os
 import pickle
 import signal
@@ -114,13 +115,39 @@ def proxied(url: str) -> bool:
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the OS says, else all).
-    A container's CPU quota (cgroups) is not counted: ``auto`` may then choose the helper
-    on what is one CPU's worth of time; ``http_process = off`` is the answer there."""
+    """The CPUs this process may use: its affinity where the OS says (else every CPU),
+    capped by a container's CPU quota (cgroup v2 ``cpu.max``, or v1's CFS quota) rounded
+    up: a container given one CPU's time on a many-core machine counts one."""
     affinity = getattr(os, "sched_getaffinity", None)
-    if affinity is not None:
-        return len(affinity(0))
-    return os.cpu_count() or 1
+    count = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    quota = cgroup_cpus()
+    return count if quota is None else min(count, quota)
+
+
+# where Linux states a cgroup's CPU quota: v2's "quota period" (or "max"), v1's two files
+CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
+CGROUP_V1 = (
+    Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+    Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"),
+)
+
+
+def cgroup_cpus() -> int | None:
+    """The cgroup's CPU quota in CPUs, rounded up; None where none is set or readable."""
+    try:
+        quota, period = CGROUP_V2.read_text().split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota, period = (path.read_text().strip() for path in CGROUP_V1)
+        except (OSError, ValueError):
+            return None
+    try:
+        share = int(quota) / int(period)
+    except (ValueError, ZeroDivisionError):
+        return None  # "max" (v2) or a garbled file
+    if share <= 0:
+        return None  # -1 (v1): no quota
+    return max(1, math.ceil(share))
 
 
 class HelperGone(Exception):
