@@ -175,19 +175,25 @@ def test_the_client_names_a_refused_address_as_in_process() -> None:
         assert transport.exchanges == 3  # the first try and two more, each the helper's
 
 
-def test_behind_a_proxy_from_the_environment_the_requests_go_from_this_process(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    settings = _settings("https://api.test/v1", http_process="on")
-    started: list[HelperTransport | None] = []
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[HelperTransport | None]:
+    """Every helper ``HelperTransport.start`` returns from here on (None: not started)."""
+    helpers: list[HelperTransport | None] = []
     original = HelperTransport.start.__func__  # type: ignore[attr-defined]
 
     def recording(cls: type[HelperTransport], limits: httpx.Limits) -> HelperTransport | None:
-        started.append(original(cls, limits))
-        return started[-1]
+        helpers.append(original(cls, limits))
+        return helpers[-1]
 
     monkeypatch.setattr(HelperTransport, "start", classmethod(recording))
+    return helpers
+
+
+def test_behind_a_proxy_from_the_environment_the_requests_go_from_this_process(
+    monkeypatch: pytest.MonkeyPatch, started: list[HelperTransport | None]
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    settings = _settings("https://api.test/v1", http_process="on")
     with FeedbackClient(settings, helper=True) as client:
         used = client._transport_for(settings.base_url)
         # httpx's own transport through the proxy (its pool is an HTTPProxy)
@@ -483,16 +489,8 @@ def test_the_helper_ends_when_the_sync_s_process_is_killed(fork: bool) -> None:
 
 @pytest.mark.parametrize("http_process", ["on", "off"])
 def test_a_sync_lands_the_truth_whichever_process_sends(
-    harness: Harness, http_process: str, monkeypatch: pytest.MonkeyPatch
+    harness: Harness, http_process: str, started: list[HelperTransport | None]
 ) -> None:
-    started: list[HelperTransport | None] = []
-    original = HelperTransport.start.__func__  # type: ignore[attr-defined]
-
-    def counting(cls: type[HelperTransport], limits: httpx.Limits) -> HelperTransport | None:
-        started.append(original(cls, limits))
-        return started[-1]
-
-    monkeypatch.setattr(HelperTransport, "start", classmethod(counting))
     harness.sync(full=True, http_process=http_process)
     harness.assert_equals_truth()
     assert len(started) == (1 if http_process == "on" else 0)
