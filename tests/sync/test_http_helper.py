@@ -487,6 +487,21 @@ def test_the_helper_ends_when_the_sync_s_process_is_killed(fork: bool) -> None:
                 os.kill(child_pid, signal.SIGKILL)
 
 
+def test_a_sync_of_compressed_answers_lands_the_truth_through_the_helper(
+    harness: Harness, started: list[HelperTransport | None]
+) -> None:
+    harness.control.post("/settings", json={"gzip": True}).raise_for_status()
+    probe = httpx.get(
+        harness.server.base_url + "/followers?limit=5",
+        headers={**_key_headers(harness.server), "Accept-Encoding": "gzip"},
+    )
+    assert probe.headers["content-encoding"] == "gzip"  # the sandbox compresses
+    harness.sync(full=True, http_process="on")
+    harness.assert_equals_truth()
+    assert len(started) == 1 and started[0] is not None
+    assert started[0].exchanges >= 10 and started[0]._fallback is None
+
+
 @pytest.mark.parametrize("http_process", ["on", "off"])
 def test_a_sync_lands_the_truth_whichever_process_sends(
     harness: Harness, http_process: str, started: list[HelperTransport | None]

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -28,6 +29,8 @@ from feedback_sync.sandbox.seed import REFERENCE_NOW, build_store
 from feedback_sync.sandbox.settings import Settings
 from feedback_sync.sandbox.state import SandboxState
 from feedback_sync.sandbox.timefmt import Clock
+
+GZIP_MINIMUM_BYTES = 500
 
 
 class SandboxApp:
@@ -65,9 +68,12 @@ class SandboxApp:
         # a slash redirect would echo the query string, ?api_key= included: 404 instead
         routed.router.redirect_slashes = False
         self._app = Guard(routed, state)
+        # the ``gzip`` switch: real services compress JSON for a client that asks
+        self._gzipped = GZipMiddleware(self._app, minimum_size=GZIP_MINIMUM_BYTES)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._app(scope, receive, send)
+        app = self._gzipped if self.state.settings.gzip else self._app
+        await app(scope, receive, send)
 
 
 def create_app(

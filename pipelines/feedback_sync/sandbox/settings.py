@@ -57,6 +57,8 @@ class Settings:
     number_drift: int | None = None
     page_overlap: int = 0
     total_offset: int = 0
+    # answers of at least 500 bytes gzip-compressed for a client that accepts it
+    gzip: bool = False
     faults: FaultSettings = field(default_factory=FaultSettings)
 
     def public(self) -> dict[str, Any]:
@@ -140,6 +142,7 @@ _SIMPLE: dict[str, Any] = {
     "number_drift": _drift_seed,
     "page_overlap": lambda key, value: _int(key, value, 0, 100),
     "total_offset": lambda key, value: _int(key, value, -(10**6), 10**6),
+    "gzip": _bool,
 }
 
 
