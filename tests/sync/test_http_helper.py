@@ -62,6 +62,11 @@ def _gone(pid: int, within: float = 10.0) -> bool:
     return True
 
 
+def _used(client: FeedbackClient, url: str) -> httpx.BaseTransport:
+    """The transport the client's httpx client uses for ``url``."""
+    return client._http._transport_for_url(httpx.URL(url))
+
+
 @pytest.fixture
 def helper() -> Iterator[HelperTransport]:
     started = HelperTransport.start(LIMITS)
@@ -168,7 +173,7 @@ def _settings(base_url: str, **raw: Any) -> FeedbackSettings:
 def test_the_client_names_a_refused_address_as_in_process() -> None:
     settings = _settings(f"http://127.0.0.1:{_closed_port()}/v1", http_process="on")
     with FeedbackClient(settings, helper=True, sleep=lambda s: None) as client:
-        transport = client._transport_for(settings.base_url)
+        transport = _used(client, settings.base_url)
         assert isinstance(transport, HelperTransport)
         with pytest.raises(Unreachable, match="connection refused"):
             client.get_json("followers", {}, resource="followers")
@@ -195,7 +200,7 @@ def test_behind_a_proxy_from_the_environment_the_requests_go_from_this_process(
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     settings = _settings("https://api.test/v1", http_process="on")
     with FeedbackClient(settings, helper=True) as client:
-        used = client._transport_for(settings.base_url)
+        used = _used(client, settings.base_url)
         # httpx's own transport through the proxy (its pool is an HTTPProxy)
         assert isinstance(used, httpx.HTTPTransport)
         assert type(used._pool).__name__ == "HTTPProxy"
@@ -208,7 +213,7 @@ def test_the_helper_ends_with_its_client(live_sandbox: RunningSandbox) -> None:
         base_url=live_sandbox.base_url, api_key=live_sandbox.api_key, http_process="on"
     )
     client = FeedbackClient(settings, helper=True)
-    transport = client._transport_for(settings.base_url)
+    transport = _used(client, settings.base_url)
     assert isinstance(transport, HelperTransport)
     assert client.get_json("topics", {}, resource="topics")["data"]
     client.close()
@@ -222,7 +227,7 @@ def test_a_helper_that_dies_hands_the_requests_back(
         base_url=live_sandbox.base_url, api_key=live_sandbox.api_key, http_process="on"
     )
     with FeedbackClient(settings, helper=True, sleep=lambda s: None) as client:
-        transport = client._transport_for(settings.base_url)
+        transport = _used(client, settings.base_url)
         assert isinstance(transport, HelperTransport)
         before = client.get_json("topics", {}, resource="topics")
         os.kill(transport.pid, signal.SIGKILL)
@@ -260,7 +265,7 @@ def _started_ahead(sandbox: RunningSandbox, http_process: str) -> tuple[int, Fee
 def _taken_or_let_go(live_sandbox: RunningSandbox) -> None:
     pid, on = _started_ahead(live_sandbox, "on")
     with FeedbackClient(on, helper=True) as client:
-        transport = client._transport_for(on.base_url)
+        transport = _used(client, on.base_url)
         assert isinstance(transport, HelperTransport)
         assert transport.pid == pid
         assert client.get_json("topics", {}, resource="topics")["data"]
@@ -268,7 +273,7 @@ def _taken_or_let_go(live_sandbox: RunningSandbox) -> None:
 
     pid, off = _started_ahead(live_sandbox, "off")
     with FeedbackClient(off, helper=True) as client:
-        assert not isinstance(client._transport_for(off.base_url), HelperTransport)
+        assert not isinstance(_used(client, off.base_url), HelperTransport)
     assert http_helper._early is None
     assert _gone(pid)
 
@@ -446,7 +451,7 @@ def test_the_client_s_reads_take_the_helper_s_own_path_and_arrive_decoded() -> N
     try:
         settings = _settings(f"http://127.0.0.1:{server.server_address[1]}/v1", http_process="on")
         with FeedbackClient(settings, helper=True) as client:
-            transport = client._transport_for(settings.base_url)
+            transport = _used(client, settings.base_url)
             assert isinstance(transport, HelperTransport)
             assert client.get_json("x", {}, resource="x") == orjson.loads(_Gzipping.body)
             assert transport.exchanges == 1

@@ -313,11 +313,6 @@ class FeedbackClient:
             self._helper_headers = probe.headers.raw
             self._helper_timeout = probe.extensions.get("timeout")
 
-    def _transport_for(self, url: str) -> httpx.BaseTransport | None:
-        """The transport httpx would use for ``url`` (None: httpx cannot say)."""
-        pick = getattr(self._http, "_transport_for_url", None)
-        return None if pick is None else pick(httpx.URL(url))
-
     def threads(self, urgent: bool = False) -> ThreadPoolExecutor:
         """The threads requests are sent from (``paging.walk``), shared by every walk of
         the client and made on first use: a run's walks (one per page of ideas for each
