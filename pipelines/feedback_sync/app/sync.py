@@ -15,6 +15,7 @@ Order of a run:
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -314,6 +315,7 @@ def _run_sync(
         owed, existing = _catch_up(target, pipeline, result, out, entities, settings.delete_mode)
         run = SyncRun(settings, full=full, transport=transport, warehouse_tables=existing)
         load_id = _extract(target, pipeline, run, selected, result, out)
+        _collect_cycles()
         # what this run still owes after its load, kept where a crash cannot lose it
         journal = _Journal(pipeline)
         journal.write(load_id, result.complete, settings.delete_mode, run_at, result.gone)
@@ -352,6 +354,19 @@ def _run_sync(
         _build_models(target, sql_root, result, out)
     result.seconds = time.perf_counter() - result.started
     return result
+
+
+def _collect_cycles() -> None:
+    """Frees what only reference cycles hold once the extract is done, before the load.
+
+    The extract leaves thousands of objects in reference cycles (7,700 at ``large``, dlt's
+    decoded copies of the state among them: one entry per idea, in several resources),
+    which only Python's full collection frees, and that may not come before the load. A
+    collection here takes about 12 ms at ``large`` and gave back 10 MB; a normal sync's
+    peak after a 1% change there went 256-261 -> 246-255 MB, ``medium`` unchanged (a
+    ``/tmp`` sampler of the process's RSS). One before the extract found nothing to free.
+    """
+    gc.collect()
 
 
 def _catch_up(

@@ -168,6 +168,8 @@ class Target:
     publish_step: ClassVar[str | None] = None
     # the SQL the history step speaks here (``history.py``); None: no history is kept here
     history_dialect: ClassVar[str | None] = None
+    # how many load jobs dlt runs at once here (None: dlt's ``[load] workers``, 20 by default)
+    load_workers: ClassVar[int | None] = None
 
     def loader_format(self, pipeline: Pipeline) -> str | None:
         """The load file format of this run (dlt's ``loader_file_format``): the class's,
@@ -319,7 +321,9 @@ class Target:
         from feedback_sync.warehouse import load_order
 
         with load_order.merges_last():
-            return pipeline.load()
+            if self.load_workers is None:
+                return pipeline.load()
+            return pipeline.load(workers=self.load_workers)
 
     def committed(self) -> Committed:
         """What the last committed sync saved (its resources' state) and what the tables
