@@ -1,4 +1,5 @@
-"""How a load runs its jobs: into DuckDB one at a time (``DuckDb.load_workers``)."""
+"""How a load runs its jobs: into tables a DuckDB file holds, one at a time
+(``DuckDb.merge_load_workers``)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ class _Overlap:
 
 
 @pytest.mark.slow
-def test_a_duckdb_load_runs_one_job_at_a_time(
+def test_a_duckdb_load_into_the_tables_it_holds_runs_one_job_at_a_time(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     harness.sync(full=True)

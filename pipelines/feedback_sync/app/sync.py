@@ -457,7 +457,7 @@ def _load(
     if existing is not None:
         # the tables this load may append to (any other) owe a settle after it
         owe(pipeline, existing)
-    normalize_info, _ = _normalize_and_load(target, pipeline, out)
+    normalize_info, _ = _normalize_and_load(target, pipeline, out, first=existing == frozenset())
     result.rows_loaded = {
         table: count
         for table, count in normalize_info.row_counts.items()
@@ -568,7 +568,7 @@ def _add(totals: dict[str, int], counts: dict[str, int]) -> None:
 
 
 def _normalize_and_load(
-    target: Target, pipeline: Pipeline, out: Progress | None = None
+    target: Target, pipeline: Pipeline, out: Progress | None = None, *, first: bool = False
 ) -> tuple[Any, Any]:
     """Normalizes and loads; a package dlt gives up on for good does not stay behind.
 
@@ -596,7 +596,7 @@ def _normalize_and_load(
         if out is not None:
             out.stage("load")
             out.say("sync: loading ...")
-        loaded = target.load(pipeline)
+        loaded = target.load(pipeline, first=first)
     except Exception as exc:
         if not pipeline.has_pending_data:
             log.warning(

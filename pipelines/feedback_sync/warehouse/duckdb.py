@@ -52,12 +52,13 @@ class DuckDb(SqlTarget):
     reads_curated_files: ClassVar[bool] = True
     # parquet load files are 20-60x faster into DuckDB than insert statements
     loader_file_format: ClassVar[str | None] = "parquet"
-    # one load job at a time: the file has one writer, and each job's statement spreads over
-    # every core on its own. dlt's 20 at once held the working memory of several merges
-    # together: a normal sync's peak after a 1% change at ``large`` 256-261 -> 232-245 MB,
-    # while a full sync at ``medium`` took 20.05 against 20.34 s (medians of 3, a ``/tmp``
-    # script alternating ``LOAD__WORKERS=1`` with dlt's default)
-    load_workers: ClassVar[int | None] = 1
+    # one load job at a time into tables the file holds: each merge reads its table, and
+    # dlt's 20 at once held the working memory of several merges together (a normal sync's
+    # peak after a 1% change at ``large`` 256-261 -> 232-245 MB, a ``/tmp`` sampler of the
+    # process's RSS); DuckDB spreads each statement over every core on its own. A first
+    # load keeps dlt's parallel copies: one at a time took a full sync at ``small`` from
+    # 2.35 to 2.46 s (medians of 6, alternated)
+    merge_load_workers: ClassVar[int | None] = 1
 
     @property
     def pipeline_name(self) -> str:

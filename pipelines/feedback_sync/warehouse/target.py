@@ -168,8 +168,10 @@ class Target:
     publish_step: ClassVar[str | None] = None
     # the SQL the history step speaks here (``history.py``); None: no history is kept here
     history_dialect: ClassVar[str | None] = None
-    # how many load jobs dlt runs at once here (None: dlt's ``[load] workers``, 20 by default)
-    load_workers: ClassVar[int | None] = None
+    # how many load jobs dlt runs at once into tables the warehouse holds, whose merges read
+    # them (None: dlt's ``[load] workers``, 20 by default); a first load, which only
+    # appends, runs as many as dlt's setting says
+    merge_load_workers: ClassVar[int | None] = None
 
     def loader_format(self, pipeline: Pipeline) -> str | None:
         """The load file format of this run (dlt's ``loader_file_format``): the class's,
@@ -315,15 +317,16 @@ class Target:
             progress=progress,
         )
 
-    def load(self, pipeline: Pipeline) -> Any:
+    def load(self, pipeline: Pipeline, *, first: bool = False) -> Any:
         """Loads what ``pipeline`` has normalized, no table of a package merged before every
-        table of it was copied (``load_order``); dlt's ``LoadInfo``."""
+        table of it was copied (``load_order``); dlt's ``LoadInfo``. ``first``: the
+        warehouse holds none of the tables yet (the load only appends)."""
         from feedback_sync.warehouse import load_order
 
         with load_order.merges_last():
-            if self.load_workers is None:
+            if first or self.merge_load_workers is None:
                 return pipeline.load()
-            return pipeline.load(workers=self.load_workers)
+            return pipeline.load(workers=self.merge_load_workers)
 
     def committed(self) -> Committed:
         """What the last committed sync saved (its resources' state) and what the tables
