@@ -555,11 +555,16 @@ def targets(runs: list[Run], scales: list[str]) -> list[Target]:
             label = f"peer / full sync (DuckDB), {where}"
             out.append(_ratio(label, peer, full, PEER_FACTOR, False, same_work(peer, full)))
         peer_pq = _find(runs, scale, latency, PEER_PQ)
+        off = _find(runs, scale, latency, FULL_NO_HISTORY)
         if full and peer_pq:
             label = f"peer_pq / full sync (DuckDB), {where}"
             work = same_work(peer_pq, full)
             out.append(_ratio(label, peer_pq, full, PEER_PQ_FACTOR, False, work))
-        off = _find(runs, scale, latency, FULL_NO_HISTORY)
+        if off and peer_pq:
+            # the peer keeps no history: with it off, the sync lands exactly the peer's tables
+            label = f"peer_pq / full sync with history off (DuckDB), {where}"
+            work = same_work(peer_pq, off)
+            out.append(_ratio(label, peer_pq, off, PEER_PQ_FACTOR, False, work))
         if full and off:
             label = f"full sync history on / off, {where}"
             out.append(_ratio(label, full, off, HISTORY_FULL_LIMIT, True, _versions_added(full)))
