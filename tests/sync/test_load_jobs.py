@@ -56,3 +56,35 @@ def test_a_duckdb_load_into_the_tables_it_holds_runs_one_job_at_a_time(
     assert any(name.endswith(".parquet") for name in overlap.jobs)
     assert overlap.most == 1
     harness.assert_equals_truth(tables=["ideas", "comments"])
+
+
+@pytest.mark.slow
+def test_the_merges_cache_goes_back_before_child_rows_are_replaced(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a load that merged, DuckDB hands back what the merges cached before the child
+    tables are read whole for stale rows; a first load, with nothing merged, does not."""
+    from feedback_sync.warehouse import duckdb as duck
+    from feedback_sync.warehouse import reconcile
+
+    steps: list[str] = []
+    real_release = duck.release_memory
+    real_replace = reconcile.replace_children
+
+    def release(con: Any, limit: str) -> bool:
+        steps.append("release")
+        return real_release(con, limit)
+
+    def replace(*args: Any, **kwargs: Any) -> dict[str, int]:
+        steps.append("replace children")
+        return real_replace(*args, **kwargs)
+
+    monkeypatch.setattr(duck, "release_memory", release)
+    monkeypatch.setattr(reconcile, "replace_children", replace)
+    harness.sync(full=True, models=False, history_ideas=False, history_companies=False)
+    assert "release" not in steps  # a first load merges nothing
+    steps.clear()
+    harness.mutate(seed=5, counts=CHANGES)
+    harness.sync(models=False, history_ideas=False, history_companies=False)
+    assert steps == ["release", "replace children"]
+    harness.assert_equals_truth(tables=["ideas", "comments"])
