@@ -194,47 +194,84 @@ class Measured:
     first_line_s: float | None = None
 
 
-def _copy(pipe: IO[bytes], into: IO[bytes], started: float, first_line: list[float]) -> None:
-    """``pipe`` into ``into`` to its end, noting when its first line ended in
-    ``first_line``."""
+def _copy(pipe: IO[bytes], into: IO[bytes], first_line: list[float]) -> None:
+    """``pipe`` into ``into`` to its end, noting in ``first_line`` when (``perf_counter``)
+    its first line ended."""
     while chunk := pipe.read(65536):
         if not first_line and b"\n" in chunk:
-            first_line.append(time.perf_counter() - started)
+            first_line.append(time.perf_counter())
         into.write(chunk)
 
 
+# Runs a measured command and reports the command's own figures. A child's peak RSS as the
+# kernel keeps it (``ru_maxrss``) is at least its parent's RSS when it was started (the
+# child begins in the parent's memory until it execs), so a command started by this
+# process, which holds every run's figures and the sandbox's request logs, reported the
+# bench's own size whenever it was the larger (every normal sync at ``large`` read 245 MB,
+# history on or off). The launcher is a bare interpreter of about 10 MB: the command's peak
+# is its own. It writes the command's start and end (CLOCK_MONOTONIC, the clock of
+# ``time.perf_counter`` in every process) and its rusage to the file named first.
+_LAUNCH = """
+import json, os, sys, time
+report, argv = sys.argv[1], sys.argv[2:]
+spawned = time.perf_counter()
+pid = os.posix_spawnp(argv[0], argv, os.environ)
+_, status, usage = os.wait4(pid, 0)
+ended = time.perf_counter()
+with open(report, "w") as f:
+    json.dump({"spawned": spawned, "ended": ended, "status": status,
+               "cpu_s": usage.ru_utime + usage.ru_stime, "maxrss_kb": usage.ru_maxrss}, f)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) -> Measured:
-    """Runs ``argv`` to its end; raises with its output if it exits other than ``expect``."""
+    """Runs ``argv`` to its end; raises with its output if it exits other than ``expect``.
+
+    Started from a small launcher (``_LAUNCH``), so that its peak RSS is its own; its wall
+    time, first line and CPU count from the launcher's start of it, not the launcher's."""
     out = cwd / ".bench-stdout"
     err = cwd / ".bench-stderr"
+    report = cwd / ".bench-usage.json"
+    report.unlink(missing_ok=True)
     first_line: list[float] = []
     with out.open("w") as stdout, err.open("wb") as stderr:
-        started = time.perf_counter()
         process = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, bufsize=0
+            [sys.executable, "-S", "-c", _LAUNCH, str(report), *argv],
+            cwd=cwd,
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            bufsize=0,
         )
         assert process.stderr is not None
         reader = threading.Thread(
-            target=_copy, args=(process.stderr, stderr, started, first_line), daemon=True
+            target=_copy, args=(process.stderr, stderr, first_line), daemon=True
         )
         reader.start()
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
+        process.wait()
         reader.join(timeout=30)
         if reader.is_alive():  # a child of the child holds the pipe: the rest is not read
             raise RuntimeError(f"{' '.join(argv[:4])} ... left its stderr open after exiting")
         process.stderr.close()
-    # wait4 reaped the child; Popen must know, or it would wait for it again
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != expect:
+    if not report.exists():
         raise RuntimeError(
-            f"{' '.join(argv[:4])} ... exited {process.returncode}:\n"
+            f"{' '.join(argv[:4])} ... could not be started (exit {process.returncode}):\n"
+            f"{err.read_text()[-3000:]}"
+        )
+    usage = json.loads(report.read_text())
+    report.unlink()
+    code = os.waitstatus_to_exitcode(usage["status"])
+    if code != expect:
+        raise RuntimeError(
+            f"{' '.join(argv[:4])} ... exited {code}:\n"
             f"{err.read_text()[-3000:]}{out.read_text()[-2000:]}"
         )
+    spawned = usage["spawned"]
     return Measured(
-        wall_s=wall,
-        cpu_s=usage.ru_utime + usage.ru_stime,
-        peak_rss_mb=usage.ru_maxrss / 1024,
+        wall_s=usage["ended"] - spawned,
+        cpu_s=usage["cpu_s"],
+        peak_rss_mb=usage["maxrss_kb"] / 1024,
         stdout=out.read_text(),
-        first_line_s=first_line[0] if first_line else None,
+        first_line_s=first_line[0] - spawned if first_line else None,
     )

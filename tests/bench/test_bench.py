@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import endpoints
+from bench.processes import child_env, endpoints, measure
 from bench.profile import summarize
 from bench.sync_bench import (
     BEGIN,
@@ -306,3 +306,23 @@ def test_requests_are_counted_per_endpoint_and_the_peers_work_compared() -> None
     assert "topics" not in differs
     (found,) = [t for t in targets([sync, peer], ["small"]) if t.label.startswith("peer_pq")]
     assert found.detail.startswith("5.0 s / 2.0 s; **different work**")
+
+
+def test_a_measured_command_reports_its_own_peak_not_the_benchmarks(tmp_path: Path) -> None:
+    """A child's peak RSS as the kernel keeps it is at least its parent's RSS when it was
+    started: the benchmark, grown large, reported its own size for small commands. The
+    launcher between them keeps the figure the command's own."""
+    held = bytearray(300 * 1024 * 1024)
+    held[::4096] = b"\x01" * len(held[::4096])  # resident, not only reserved
+    code = "import sys; print('first', file=sys.stderr); print('out')"
+    run = measure([sys.executable, "-c", code], child_env(), tmp_path)
+    assert run.peak_rss_mb < 150, run.peak_rss_mb
+    assert run.stdout == "out\n"
+    assert run.first_line_s is not None and 0 < run.first_line_s <= run.wall_s
+    assert run.cpu_s > 0
+    with pytest.raises(RuntimeError, match="exited 3"):
+        measure([sys.executable, "-c", "raise SystemExit(3)"], child_env(), tmp_path)
+    assert measure([sys.executable, "-c", "raise SystemExit(2)"], child_env(), tmp_path, 2)
+    with pytest.raises(RuntimeError, match="could not be started"):
+        measure([str(tmp_path / "missing")], child_env(), tmp_path)
+    del held
