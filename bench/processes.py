@@ -228,8 +228,9 @@ sys.exit(os.waitstatus_to_exitcode(status))
 def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) -> Measured:
     """Runs ``argv`` to its end; raises with its output if it exits other than ``expect``.
 
-    Started from a small launcher (``_LAUNCH``), so that its peak RSS is its own; its wall
-    time, first line and CPU count from the launcher's start of it, not the launcher's."""
+    Started from a small launcher (``_LAUNCH``, isolated from ``PYTHONPATH`` and site), so
+    that its peak RSS is its own; its wall time, first line and CPU count from the
+    launcher's start of it, not the launcher's. The command gets ``env`` whole."""
     out = cwd / ".bench-stdout"
     err = cwd / ".bench-stderr"
     report = cwd / ".bench-usage.json"
@@ -237,7 +238,7 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) ->
     first_line: list[float] = []
     with out.open("w") as stdout, err.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-S", "-c", _LAUNCH, str(report), *argv],
+            [sys.executable, "-I", "-S", "-c", _LAUNCH, str(report), *argv],
             cwd=cwd,
             env=env,
             stdout=stdout,
