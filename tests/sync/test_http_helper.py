@@ -11,11 +11,13 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -162,6 +164,93 @@ def test_a_silent_server_times_out_with_httpx_s_class(helper: HelperTransport) -
             pytest.raises(httpx.ReadTimeout),
         ):
             client.get(f"http://127.0.0.1:{port}/v1/x")
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1, signed by its own key: (certificate file, key file)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "feedback-sync test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An HTTPS server on 127.0.0.1 with a self-signed certificate: (its URL, the
+    certificate's file)."""
+    cert_file, key_file = _self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Gzipping)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}/v1/x", cert_file
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_helper_verifies_tls_as_httpx_does_in_process(
+    tls_server: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper makes its TLS context before it is asked for anything: the one httpx
+    makes, trusting ``SSL_CERT_FILE`` where the environment names it, else certifi's
+    bundle, which does not hold this server's certificate."""
+    url, cert_file = tls_server
+    http_helper.let_go()  # a helper started ahead would have the environment of before
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+    trusted = HelperTransport.start(LIMITS)
+    assert trusted is not None
+    with httpx.Client(transport=trusted) as client:
+        answer = client.get(url)
+    assert answer.status_code == 200
+    assert answer.json() == orjson.loads(_Gzipping.body)
+
+    monkeypatch.delenv("SSL_CERT_FILE")
+    untrusted = HelperTransport.start(LIMITS)
+    assert untrusted is not None
+    with httpx.Client(transport=untrusted) as client, pytest.raises(httpx.ConnectError) as caught:
+        client.get(url)
+    with httpx.Client() as direct, pytest.raises(httpx.ConnectError) as in_process:
+        direct.get(url)
+    assert isinstance(caught.value.__cause__, ssl.SSLError)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(caught.value)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(in_process.value)
 
 
 def _settings(base_url: str, **raw: Any) -> FeedbackSettings:

@@ -555,9 +555,13 @@ def _rebuilt(reply: tuple[Any, ...], request: httpx.Request) -> Exception:
 # --- the helper's side ---
 
 # the helper runs this file by path, not as ``feedback_sync.api.http_helper``: importing
-# the package would cost it the package's imports for nothing
+# the package would cost it the package's imports for nothing. httpx's command-line client
+# (``httpx._main``: click, rich and pygments where Prefect installed them) is marked absent
+# as the console script does (``app/cli.py``): it halved the helper's start (0.15 -> 0.08 s,
+# ``python -P -c "import httpx"`` against the same with the mark, 4 pairs)
 _BOOT = (
     "import importlib.util, sys\n"
+    "sys.modules.setdefault('httpx._main', None)\n"
     "spec = importlib.util.spec_from_file_location('feedback_sync_http_helper', sys.argv[1])\n"
     "module = importlib.util.module_from_spec(spec)\n"
     "spec.loader.exec_module(module)\n"
@@ -570,11 +574,20 @@ def serve(control_fd: int) -> None:
     process closes the control socket (or ends)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sync's to handle
     control = socket.socket(fileno=control_fd)
+    # What making the transport costs, done before the limits arrive (while the sync's
+    # process is still importing): httpcore's import, which httpx leaves to its first
+    # transport (28-50 ms), and httpx's default TLS context, the one the transport would
+    # make (its CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR from the environment: 23-28 ms).
+    # After the limits, the sync's process waited for them: 60 ms of a `demo` run's 1.5 s.
+    import httpcore  # noqa: F401
+
+    verify = httpx.create_ssl_context()
     max_connections, max_keepalive = _receive(control)
     transport = httpx.HTTPTransport(
+        verify=verify,
         limits=httpx.Limits(
             max_connections=max_connections, max_keepalive_connections=max_keepalive
-        )
+        ),
     )
     _send(control, "ready")
     while True:

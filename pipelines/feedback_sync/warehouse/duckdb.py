@@ -299,15 +299,7 @@ def release_memory(con: duckdb_module.DuckDBPyConnection, limit: str) -> bool:
     """
     import duckdb
 
-    def shown(connection: duckdb_module.DuckDBPyConnection) -> Any:
-        return connection.execute("select current_setting('memory_limit')").fetchone()
-
-    probe = duckdb.connect(config={"memory_limit": limit})
-    try:
-        ours = shown(probe)
-    finally:
-        probe.close()
-    if shown(con) != ours:
+    if _shown_limit(con) != _limit_as_shown(limit):
         return False
     try:
         con.execute("set memory_limit = '1MB'")
@@ -315,6 +307,25 @@ def release_memory(con: duckdb_module.DuckDBPyConnection, limit: str) -> bool:
         return False  # refused: the limit is as it was
     con.execute(f"set memory_limit = '{limit.replace(chr(39), chr(39) * 2)}'")
     return True
+
+
+def _shown_limit(con: duckdb_module.DuckDBPyConnection) -> Any:
+    """The memory limit in effect on ``con``, as DuckDB writes it back."""
+    return con.execute("select current_setting('memory_limit')").fetchone()
+
+
+@functools.cache
+def _limit_as_shown(limit: str) -> Any:
+    """How DuckDB writes ``limit`` back, asked of an in-memory database once per limit and
+    process: a sync that loads asks twice, and each open and close of one took 17-20 ms
+    (60 ms the first in a process)."""
+    import duckdb
+
+    probe = duckdb.connect(config={"memory_limit": limit})
+    try:
+        return _shown_limit(probe)
+    finally:
+        probe.close()
 
 
 def _duckdb_file_destination(path: Path, pipeline_name: str) -> Any:
