@@ -63,7 +63,8 @@ def test_the_merges_cache_goes_back_before_child_rows_are_replaced(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After a load that merged, DuckDB hands back what the merges cached before the child
-    tables are read whole for stale rows; a first load, with nothing merged, does not."""
+    tables are read whole for stale rows; a first load, or a load of no row, with nothing
+    merged, does not."""
     from feedback_sync.warehouse import duckdb as duck
     from feedback_sync.warehouse import reconcile
 
@@ -88,3 +89,6 @@ def test_the_merges_cache_goes_back_before_child_rows_are_replaced(
     harness.sync(models=False, history_ideas=False, history_companies=False)
     assert steps == ["release", "replace children"]
     harness.assert_equals_truth(tables=["ideas", "comments"])
+    steps.clear()
+    harness.sync(models=False, history_ideas=False, history_companies=False)
+    assert steps == []  # nothing changed: no row merged, no cache to give back

@@ -240,3 +240,44 @@ def test_an_item_whose_idx_is_empty_has_no_key_in_rejected_rows() -> None:
     assert rejected_row("ideas", {"idx": "", "name": "x"}, "no idx")["idx"] is None
     assert rejected_row("ideas", {"idx": 7}, "no idx")["idx"] is None
     assert rejected_row("ideas", {"idx": "ide_1", "A b": 1, "a_b": 2}, "clash")["idx"] == "ide_1"
+
+
+@pytest.mark.slow
+def test_a_normal_run_loads_only_the_topics_and_statuses_that_changed(harness: Harness) -> None:
+    """Topics and statuses are read whole on every run; only the rows that changed load,
+    and a row the read no longer finds is removed by its key."""
+    harness.sync(full=True)
+    before = harness.dump()
+    harness.mutate(
+        seed=35,
+        counts={
+            "topics": {"create": 1, "update": 1, "delete": 1},
+            "statuses": {"create": 1, "update": 1},
+        },
+    )
+    after = harness.dump()
+    result = harness.sync()
+    for name in ("topics", "statuses"):
+        old = {row["idx"]: row for row in before[name]}
+        new = {row["idx"]: row for row in after[name]}
+        changed = {idx for idx, row in new.items() if old.get(idx) != row}
+        assert len(changed) == 2, name  # one created, one updated
+        assert result.rows_loaded[name] == len(changed), name
+        assert result.unchanged[name] == len(new) - len(changed), name
+        assert result.rows_removed.get(name, 0) == len(set(old) - set(new)), name
+    assert result.rows_removed["topics"] == 1
+    harness.assert_equals_truth(tables=["topics", "statuses", "ideas", "ideas__topics"])
+
+    # nothing changed since: no row of any table loads, nothing is removed
+    again = harness.sync()
+    assert {table: rows for table, rows in again.rows_loaded.items() if rows} == {}
+    assert again.unchanged["topics"] == len(after["topics"])
+    assert again.unchanged["statuses"] == len(after["statuses"])
+    assert again.rows_removed == {}
+    harness.assert_equals_truth(tables=["topics", "statuses"])
+
+    # a full run loads every row again
+    full = harness.sync(full=True)
+    assert full.rows_loaded["topics"] == len(after["topics"])
+    assert "topics" not in full.unchanged
+    harness.assert_equals_truth()

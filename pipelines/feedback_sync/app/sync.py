@@ -466,10 +466,11 @@ def _load(
         for table, count in normalize_info.row_counts.items()
         if not table.startswith("_dlt")
     }
-    if kept is not None and existing:
+    if kept is not None and existing and any(result.rows_loaded.values()):
         # the merges' cache goes back first: replacing child rows reads every child table's
         # keys, and a normal sync's peak at ``large`` was there, on top of the merges'
-        # (238 -> 231 MB, medians of 7 alternated, and 227-245 -> 228-233 MB)
+        # (238 -> 231 MB, medians of 7 alternated, and 227-245 -> 228-233 MB). A load of no
+        # row merged nothing: nothing to give back.
         kept.release_memory()
     settle(pipeline)  # one row per key in the tables this load appended to
     if load_id is not None and set(result.rows_loaded) & set(PARENT_KEYS):

@@ -1,6 +1,7 @@
 """Which rows changed since the load that holds them: a normal run loads only those.
 
-Ideas (``IdeaChanges``) and the announcements a normal run reads again (``WindowChanges``).
+Ideas (``IdeaChanges``), topics and statuses (``ListChanges``), and the announcements a
+normal run reads again (``WindowChanges``).
 
 ``/ideas`` is read whole on every run: the per-idea fan-out needs every idea's counts, and a
 complete read is how ideas deleted at the service are found. Most ideas are as the
@@ -153,6 +154,70 @@ def keep(state: dict[str, Any], changed: dict[str, str], rows: list[Row]) -> lis
             saved[row["idx"]] = mark
             loading.append(row)
     return loading
+
+
+class ListChanges:
+    """Topics or statuses, read whole on every run: a normal run loads the rows that are new
+    or changed and names the keys its read no longer found (``SyncRun.gone``), as for ideas.
+
+    Loading every row again on every run cost a sync with nothing to do two merges (0.15-0.25
+    s of 1.4-1.6 s at ``demo``). The resource's state keeps (``ROWS``) the fingerprint of
+    every row the read found, made anew on each run (so it holds the list as last read), and
+    ``COMPLETE``: whether those name every row the warehouse may hold. A run compares only
+    where the last one left both (``begin`` of ``IdeaChanges`` says the same for ideas); a
+    full run, a first run and a warehouse without the table load every row, and their
+    reconcile removes rows of other loads.
+    """
+
+    def __init__(self, run: SyncRun, name: str) -> None:
+        self.run = run
+        self.name = name
+        self.state = dlt.current.resource_state(name)
+        saved = self.state.get(ROWS)
+        self.compare = (
+            _compares(run, name) and self.state.get(COMPLETE) is True and isinstance(saved, dict)
+        )
+        self.saved: dict[str, str] = saved if self.compare and isinstance(saved, dict) else {}
+        # the fingerprints this run leaves: every key its read found
+        self.found: dict[str, str] = {}
+        self.unchanged = 0
+        # an item without a usable idx was listed: it may be any row, so none is gone
+        self.unkeyed = False
+
+    def changed(self, row: Row) -> bool:
+        """Whether a listed row that can land (as shaped) is new or changed: it loads."""
+        idx: str = row["idx"]
+        if idx in self.found:  # listed twice: both copies load, and again next run
+            self.found[idx] = RELOAD
+            return True
+        mark = self.found[idx] = fingerprint(row)
+        if self.compare and self.saved.get(idx) == mark:
+            self.unchanged += 1
+            return False
+        return True
+
+    def rejected(self, item: Any) -> None:
+        """A listed item that cannot land (``screening``): its earlier row, if any, stays,
+        with its earlier fingerprint; never taken as unchanged where it had none."""
+        idx = item.get("idx") if isinstance(item, dict) else None
+        if isinstance(idx, str) and idx:
+            self.found.setdefault(idx, self.saved.get(idx, RELOAD))
+        else:
+            self.unkeyed = True
+
+    def finish(self) -> None:
+        """The list was read to its end: the fingerprints of what it holds are kept, and on a
+        run that compared, the keys it no longer holds are gone."""
+        self.state[ROWS] = self.found
+        self.state[COMPLETE] = not self.unkeyed
+        if self.unchanged:
+            self.run.count_unchanged(self.name, self.unchanged)
+        if self.compare:
+            # an item without a key: the sync removes nothing and says why
+            # (``base.warn_unknown_rejection``)
+            self.run.gone[self.name] = (
+                [] if self.unkeyed else sorted(set(self.saved) - set(self.found))
+            )
 
 
 class WindowChanges:

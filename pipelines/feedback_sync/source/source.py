@@ -44,7 +44,7 @@ from feedback_sync.api.settings import load_settings
 from feedback_sync.errors import ApiError
 from feedback_sync.source import changes, screening, shaping
 from feedback_sync.source.arrow import Tabulator
-from feedback_sync.source.changes import IdeaChanges, WindowChanges
+from feedback_sync.source.changes import IdeaChanges, ListChanges, WindowChanges
 from feedback_sync.source.context import SyncRun
 from feedback_sync.source.idea_entries import idea_signature, pack_idea, unpack_idea
 from feedback_sync.source.resources import NAMES as RESOURCES
@@ -363,16 +363,27 @@ def _walk_link_types(run: SyncRun, state: Any, types: Iterable[str]) -> Generato
 
 
 def _small_list(run: SyncRun, name: str, paginator: type[Paginator]) -> DltResource:
-    """Topics and statuses: read in full on every run (a few pages), so always complete."""
+    """Topics and statuses: read in full on every run (a few pages), so always complete; a
+    normal run loads only the rows that changed (``changes.ListChanges``)."""
 
     @dlt.resource(**_merge(name))
     def small_list() -> Iterator[Any]:
         chain = Chain(name, name, paginator(run.settings.page_size))
         shape = shaping.plain(name)
         tables = _tabulator(run, name)
+        compare = ListChanges(run, name)
         for page in walk(run.client, [chain], 1, urgent=True):
-            yield from tables.add(shape(r) for r in page.items if tables.accept(r))
+            rows = []
+            for item in page.items:
+                if not tables.accept(item):
+                    compare.rejected(item)
+                    continue
+                row = shape(item)
+                if compare.changed(row):
+                    rows.append(row)
+            yield from tables.add(rows)
         yield from tables.flush()
+        compare.finish()
         run.mark_complete(name)
 
     return small_list
