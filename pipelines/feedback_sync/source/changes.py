@@ -174,10 +174,10 @@ class ListChanges:
         self.name = name
         self.state = dlt.current.resource_state(name)
         saved = self.state.get(ROWS)
-        self.compare = (
-            _compares(run, name) and self.state.get(COMPLETE) is True and isinstance(saved, dict)
-        )
-        self.saved: dict[str, str] = saved if self.compare and isinstance(saved, dict) else {}
+        if not (_compares(run, name) and self.state.get(COMPLETE) is True):
+            saved = None
+        self.compare = isinstance(saved, dict)
+        self.saved: dict[str, str] = saved if isinstance(saved, dict) else {}
         # the fingerprints this run leaves: every key its read found
         self.found: dict[str, str] = {}
         self.unchanged = 0
