@@ -148,7 +148,9 @@ def test_429_storm_lands_everything_once(harness: Harness, synced: Path) -> None
     harness.switches(
         faults={
             "script": [{"kind": "429", "count": 12, "path_prefix": "/v1/", "method": "POST"}],
-            "retry_after_seconds": 0,
+            # a 1 s pause each: "Retry-After: 0" means the client's own backoff (up to 30 s
+            # a retry; test_client_writes.py covers it), which would make this storm minutes
+            "retry_after_seconds": 1,
         }
     )
     result = push(harness, synced, apply=True, targets=["followers"], max_retries=20)
