@@ -19,8 +19,10 @@ CLI = [sys.executable, "-m", "feedback_sync.app.cli"]
 
 
 def _loaded(pipelines_dir: Path) -> dict[str, list[Path]]:
-    """Each loaded package in dlt's working folder: its data files (Parquet, SQL, inserts)."""
-    folder = pipelines_dir / "feedback_sync" / "load" / "loaded"
+    """Each loaded package in the one warehouse's dlt working folder under
+    ``pipelines_dir``: its data files (Parquet, SQL, inserts)."""
+    (working,) = pipelines_dir.glob("*/feedback_sync")
+    folder = working / "load" / "loaded"
     return {
         package.name: sorted(p for p in package.rglob("*.*") if p.parent.name == "completed_jobs")
         for package in folder.iterdir()

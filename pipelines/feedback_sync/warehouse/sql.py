@@ -114,8 +114,12 @@ class SqlTarget(Target):
         if pipeline.default_schema_name not in pipeline.schema_names:
             return False
         local = pipeline.state.get("_version_hash")
-        if not local:
-            return False
+        return bool(local) and self.committed_version_hash(pipeline) == local
+
+    def committed_version_hash(self, pipeline: Pipeline) -> str | None:
+        path = self.duckdb_file()
+        if path is not None and not path.exists():
+            return None  # dlt's client would make the file to look in it
         try:
             with connected(pipeline) as client:
                 states = client.make_qualified_table_name("_dlt_pipeline_state")
@@ -124,8 +128,8 @@ class SqlTarget(Target):
                     newest_state_sql(states, loads, "version_hash", "%s"), pipeline.pipeline_name
                 )
         except Exception:  # no dataset yet, or tables dlt has not made: dlt decides
-            return False
-        return bool(rows) and rows[0][0] == local
+            return None
+        return str(rows[0][0]) if rows and rows[0][0] else None
 
     def prune_state_history(self, pipeline: Pipeline, keep: int = 10) -> None:
         """dlt stores the whole state with every load and never deletes old versions; with

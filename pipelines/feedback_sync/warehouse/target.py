@@ -18,13 +18,16 @@ module with a ``Target`` subclass named ``DESTINATION``, its line in ``DESTINATI
 its tests. The modules are imported by name when a target is made, as dlt finds its own
 destinations, so a run imports only the one it uses.
 
-Each target has its own pipeline name, so its state (cursors) never mixes with another's.
+Each warehouse has its own identity (``identity``) and, named after it, dlt's working folder
+of its own (``working_folder.py``), so its state (cursors), pending packages and run lock
+never mix with another warehouse's on the same machine.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -196,6 +199,33 @@ class Target:
     def pipeline_name(self) -> str:
         return f"{PIPELINE_NAME}_{self.destination}"
 
+    def identity(self) -> str:
+        """What makes this warehouse this one and no other: the kind of destination, where
+        it is (``location``: the DuckDB file's or the folder's resolved path, the bucket,
+        the server and database; never a user name or secret) and the dataset. Two targets
+        with one identity share dlt's working folder, state and run lock; any two others
+        never do."""
+        return json.dumps([self.destination, self.location(), self.dataset])
+
+    def identity_name(self) -> str:
+        """A short readable name of where the warehouse is, for its working folder's name
+        (the identity's hash, not this, keeps folders apart)."""
+        location = self.location()
+        return location.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]
+
+    def working_root(self) -> Path:
+        """The folder that holds this warehouse's dlt working folder and run lock
+        (``working_folder.py``); nothing is made."""
+        from feedback_sync.warehouse.working_folder import root_of
+
+        return root_of(self)
+
+    def committed_version_hash(self, pipeline: Pipeline) -> str | None:
+        """The version hash of the newest state the warehouse committed for ``pipeline``'s
+        name, None where there is none or it cannot be read cheaply (then an earlier
+        version's working folder is never taken over: dlt restores instead)."""
+        return None
+
     def duckdb_file(self) -> Path | None:
         """The DuckDB file dlt loads into, if any (its lock and its keep-open are the
         run's)."""
@@ -309,13 +339,25 @@ class Target:
         setting = "load.delete_completed_jobs"
         if dlt.config.get(setting) is None and dlt.config.get(f"{ours}.{setting}") is None:
             dlt.config[f"{ours}.{setting}"] = True
-        return dlt.pipeline(
-            pipeline_name=self.pipeline_name,
-            destination=destination,
-            dataset_name=self.dataset,
-            pipelines_dir=str(self.pipelines_dir) if self.pipelines_dir else None,  # type: ignore[arg-type]
-            progress=progress,
-        )
+        from feedback_sync.warehouse import working_folder
+
+        # this warehouse's own working folder: never another warehouse's cursors or packages
+        root = working_folder.claim(self)
+        fresh = not (root / self.pipeline_name).exists()
+
+        def made() -> Pipeline:
+            return dlt.pipeline(
+                pipeline_name=self.pipeline_name,
+                destination=destination,
+                dataset_name=self.dataset,
+                pipelines_dir=str(root),
+                progress=progress,
+            )
+
+        pipeline = made()
+        if fresh and working_folder.take_over_legacy(self, pipeline):
+            pipeline = made()
+        return pipeline
 
     def load(self, pipeline: Pipeline, *, first: bool = False) -> Any:
         """Loads what ``pipeline`` has normalized, no table of a package merged before every
