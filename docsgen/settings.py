@@ -16,7 +16,12 @@ INTRO = (
     "names them: `page_size` in `[sources.feedback]` is `SOURCES__FEEDBACK__PAGE_SIZE`. "
     "The environment wins over the files. [Connect your account](../how-to/connect.md) "
     "shows where the files live; a setting that is missing or malformed stops the command "
-    "before any request, with one line naming it.\n\n"
+    "before any request, with one line naming it. So does a key that is not a setting in a "
+    "section feedback-sync owns (`[sources.feedback]`, `[models]`, `[push]`, `[report]`, "
+    "`[flows]`, `[history]`), in a file or as a variable "
+    "(`SOURCES__FEEDBACK__REQUESTS_PER_SECND`): the line names the file or variable and the "
+    "nearest setting. dlt's own sections and other sources' are left alone. "
+    "`feedback-sync check` lists every problem of the settings at once.\n\n"
     "A secret is never printed or logged ([Secrets and security]"
     "(../explanation/security.md)); keep it in `.dlt/secrets.toml` or the environment."
 )

@@ -8,6 +8,7 @@ message that names the setting.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import re
@@ -245,6 +246,48 @@ def _names(value: Any, name: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(FeedbackSettings))
+# stand-ins for a missing or malformed required setting while the others are checked
+_STAND_INS = {"base_url": "http://127.0.0.1/v1", "api_key": "stand-in"}
+
+
+def settings_problems(**raw: Any) -> list[str]:
+    """Every missing or malformed setting of ``raw`` at once (``validate`` stops at the
+    first): each one found is replaced by its default, or a stand-in, and the rest checked
+    again."""
+    problems: list[str] = []
+    values = dict(raw)
+    for _ in range(len(_FIELDS) + 1):
+        try:
+            FeedbackSettings.validate(**values)
+            return problems
+        except ConfigError as exc:
+            message = str(exc)
+            problems.append(message)
+            named = [(message.find(describe(n)), n) for n in _FIELDS if describe(n) in message]
+            if not named:
+                return problems
+            name = min(named)[1]
+            if name in _STAND_INS and values.get(name) != _STAND_INS[name]:
+                values[name] = _STAND_INS[name]
+            elif name in values:
+                del values[name]
+            else:
+                return problems
+    return problems
+
+
+def load_raw() -> dict[str, Any]:
+    """``sources.feedback`` as dlt resolves it (environment, then ``.dlt/secrets.toml`` and
+    ``.dlt/config.toml``), unchecked."""
+    from dlt.common.configuration import resolve_configuration
+
+    from feedback_sync.api.config import FeedbackConfiguration
+
+    config = resolve_configuration(FeedbackConfiguration(), sections=("sources", "feedback"))
+    return {name: config[name] for name in config}
+
+
 def load_settings(api_key: str | None = None) -> FeedbackSettings:
     """Resolves ``sources.feedback`` through dlt's providers (environment, then
     ``.dlt/secrets.toml`` and ``.dlt/config.toml``) and validates it.
@@ -255,12 +298,7 @@ def load_settings(api_key: str | None = None) -> FeedbackSettings:
     Raises:
         ConfigError: naming the setting that is missing or malformed.
     """
-    from dlt.common.configuration import resolve_configuration
-
-    from feedback_sync.api.config import FeedbackConfiguration
-
-    config = resolve_configuration(FeedbackConfiguration(), sections=("sources", "feedback"))
-    raw = {name: config[name] for name in config}
+    raw = load_raw()
     if api_key is not None:
         raw["api_key"] = api_key
     return FeedbackSettings.validate(**raw)

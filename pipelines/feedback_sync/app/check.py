@@ -110,10 +110,27 @@ def _one(result: CheckResult, name: str, check: Callable[[], tuple[Any, str]]) -
 
 
 def _settings() -> tuple[Any, str]:
-    from feedback_sync.api.settings import load_settings
+    """The source's settings, every problem of them at once: keys that are not settings
+    (in any section feedback-sync owns), then each missing or malformed setting."""
+    import os
 
-    settings = load_settings()
+    from feedback_sync.api.settings import FeedbackSettings, load_raw, settings_problems
+    from feedback_sync.app.setting_names import unknown_settings
+    from feedback_sync.app.settings_files import settings_files
+
+    problems = [u.message() for u in unknown_settings(settings_files(), os.environ)]
+    raw = load_raw()
+    problems += settings_problems(**raw)
+    if problems:
+        raise ConfigError(_listed(problems))
+    settings = FeedbackSettings.validate(**raw)
     return settings, f"{settings.base_url} ({settings.auth_method} authentication)"
+
+
+def _listed(problems: list[str]) -> str:
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems:" + "".join(f"\n    - {p}" for p in problems)
 
 
 def _history(settings: Any, target: Target) -> tuple[None, str]:

@@ -5,7 +5,8 @@ folder's, or ``DLT_PROJECT_DIR``'s) and from its global folder, and a file that 
 parse fails deep inside the first setting it looks up, as an 88-line traceback; ``status``,
 which reads no setting through dlt, would not notice at all. Every command parses those
 files first, with the standard library's TOML reader, and a broken one is one line that
-names the file, the line and what is wrong (exit 2, nothing done).
+names the file, the line and what is wrong (exit 2, nothing done). So is a key that is
+not a setting in a section feedback-sync owns (``setting_names``).
 
 The global folder is found as dlt 1.31 finds it (``dlt.common.runtime.run_context``:
 ``/var/dlt`` for root, else ``~/.dlt``, else ``$XDG_DATA_HOME/dlt`` when ``~/.dlt`` does
@@ -46,9 +47,12 @@ def settings_files() -> list[Path]:
     return found
 
 
-def check_settings_files() -> None:
-    """Raises ConfigError naming the first settings file that does not parse."""
-    for path in settings_files():
+def check_settings_files(*, names: bool = True) -> None:
+    """Raises ConfigError naming the first settings file that does not parse, then (with
+    ``names``) the first key of a section feedback-sync owns that is not one of its
+    settings, in those files or the environment (``setting_names``)."""
+    files = settings_files()
+    for path in files:
         try:
             with path.open("rb") as f:
                 tomllib.load(f)
@@ -59,3 +63,7 @@ def check_settings_files() -> None:
             raise ConfigError(f"{path} cannot be read: {exc.strerror}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"{path} is not valid TOML: it is not UTF-8 text") from None
+    if names:
+        from feedback_sync.app.setting_names import check_names
+
+        check_names(files)

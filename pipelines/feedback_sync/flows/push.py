@@ -25,6 +25,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from feedback_sync.api.settings import load_settings
+from feedback_sync.app.settings_files import check_settings_files
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import PushFailed
 from feedback_sync.flows import lineage
@@ -103,6 +104,8 @@ def feedback_push(
     """
     install_log_filters()
     telemetry_off_unless_chosen()
+    # as every command: a broken settings file, or a key that is no setting, fails by name
+    check_settings_files()
     logger = get_run_logger()
     target = flow_target(destination, dataset, parquet_dir, delta_dir)
     limit = lineage.concurrency_limit(target)

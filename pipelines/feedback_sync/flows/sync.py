@@ -38,6 +38,7 @@ from prefect.tasks import Task
 
 from feedback_sync.api.settings import load_settings
 from feedback_sync.app.failures import explain, is_transient
+from feedback_sync.app.settings_files import check_settings_files
 from feedback_sync.app.sync import SyncResult, run_sync
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import ChecksFailed, ConfigError, WriterSlotMissing
@@ -292,11 +293,14 @@ def feedback_sync(
         parquet_dir: the Parquet target's folder.
         delta_dir: the Delta target's folder when no bucket is configured
             (``DESTINATION__FILESYSTEM__BUCKET_URL``), and where its models file lives.
-        pipelines_dir: dlt's working folder (default: dlt's, ~/.dlt/pipelines). A fresh
-            one resumes from the state the destination holds.
+        pipelines_dir: where each warehouse's dlt working folder goes (default:
+            ~/.dlt/pipelines/feedback-sync). A fresh one resumes from the state the
+            destination holds.
     """
     install_log_filters()
     telemetry_off_unless_chosen()
+    # as every command: a broken settings file, or a key that is no setting, fails by name
+    check_settings_files()
     logger = get_run_logger()
     if mode not in ("incremental", "full"):
         raise ConfigError(f"mode must be incremental or full, got {mode!r}")
