@@ -11,6 +11,8 @@ True, False, or None where its cause decides).
     │   ├── UsageError            2  bad command-line input
     │   └── WriterSlotMissing     2  the warehouse's Prefect concurrency limit does not exist
     ├── WarehouseBusy             1  another run holds the warehouse (transient)
+    ├── Interrupted             130  Ctrl-C (or SIGTERM) stopped a run; says what of it was
+    │                                committed and what the next run, or command, finishes
     ├── LoadFailed                1  the warehouse refused a load job for good; names the
     │                                table and its reason (the run's package was aborted)
     ├── DataError                 1  an item the API sent cannot be shaped into a row
@@ -78,6 +80,14 @@ class WriterSlotMissing(ConfigError):
 class WarehouseBusy(FeedbackError):
     """Another run holds the warehouse (running again later succeeds)."""
 
+    transient: ClassVar[bool | None] = True
+
+
+class Interrupted(FeedbackError):
+    """A run stopped by Ctrl-C (SIGINT) or SIGTERM; the message says which step it was in,
+    what of it is committed, and what finishes the rest."""
+
+    exit_code: ClassVar[int] = 130
     transient: ClassVar[bool | None] = True
 
 

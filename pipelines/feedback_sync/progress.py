@@ -74,11 +74,21 @@ class Progress:
         self._moved: list[tuple[logging.StreamHandler[Any], Any]] = []
         self._writing = threading.Lock()  # one line at a time, whole, from any thread
         self.mode = _chosen(mode, self._out)
+        # called as each step begins, before it is shown (a run's own check, say that no
+        # Ctrl-C went unnoticed in the step before)
+        self.checkpoint: Callable[[], None] | None = None
 
     # what the run tells it
 
     def stage(self, name: str) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint()
         self._stage = name
+
+    @property
+    def current(self) -> str:
+        """The step the run is in (the last ``stage``)."""
+        return self._stage
 
     def watch(self, read: Callable[[], Figures]) -> None:
         """``read`` gives the figures from now on (called from another thread: it must

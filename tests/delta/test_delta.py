@@ -52,7 +52,7 @@ def test_soft_deletes_mark_rows_in_delta(delta: Harness) -> None:
     delta.sync(full=True, delete_mode="soft", models=False)
     changes = delta.mutate(seed=9, counts={"followers": {"delete": 2}, "comments": {"delete": 2}})
     result = delta.sync(full=True, delete_mode="soft", models=False)
-    assert result.rows_removed["followers"] == 2
+    assert result.rows_marked["followers"] == 2
     marked = _table(delta, "followers").to_pyarrow_table()
     deleted = {
         idx
@@ -65,7 +65,7 @@ def test_soft_deletes_mark_rows_in_delta(delta: Harness) -> None:
     delta.assert_equals_truth(tables=["followers", "comments"], where="where _deleted_at is null")
     first = max(at for at in marked.column("_deleted_at").to_pylist() if at is not None)
     again = delta.sync(full=True, delete_mode="soft", models=False)
-    assert again.rows_removed.get("followers", 0) == 0  # already marked: not counted again
+    assert again.rows_marked.get("followers", 0) == 0  # already marked: not counted again
     kept = _table(delta, "followers").to_pyarrow_table().column("_deleted_at").to_pylist()
     assert max(at for at in kept if at is not None) == first, "the first time is kept"
 

@@ -51,10 +51,10 @@ def test_soft_deletes_mark_rows_in_postgres(pg: Harness) -> None:
         sql = "select idx from feedback.followers where _deleted_at is not null"
         assert {r[0] for r in con.execute(sql).fetchall()} == set(changes["followers"]["deleted"])
         first = con.execute("select max(_deleted_at) from feedback.followers").fetchone()
-    assert result.rows_removed["followers"] == 2
+    assert result.rows_marked["followers"] == 2
     pg.assert_equals_truth(tables=["followers", "comments"], where="where _deleted_at is null")
     again = pg.sync(full=True, delete_mode="soft", models=False)
-    assert again.rows_removed.get("followers") is None
+    assert again.rows_marked.get("followers") is None
     for con in pg.connect():
         assert con.execute("select max(_deleted_at) from feedback.followers").fetchone() == first
 

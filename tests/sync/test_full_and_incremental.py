@@ -229,11 +229,12 @@ def test_soft_deletes_keep_rows_with_deleted_at(harness: Harness) -> None:
         }
         assert marked == gone
         first = con.execute("select max(_deleted_at) from feedback.followers").fetchone()
-    assert result.rows_removed["followers"] == 2
+    assert result.rows_marked["followers"] == 2  # marked, not removed: the rows stay
+    assert "followers" not in result.rows_removed
     harness.assert_equals_truth(tables=["followers", "comments"], where="where _deleted_at is null")
     # a later full run keeps the first deletion time and marks nothing again
     again = harness.sync(full=True, delete_mode="soft")
-    assert again.rows_removed.get("followers") is None
+    assert again.rows_marked.get("followers") is None
     for con in harness.connect():
         assert con.execute("select max(_deleted_at) from feedback.followers").fetchone() == first
 

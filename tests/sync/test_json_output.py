@@ -105,8 +105,10 @@ def test_sync_status_push_and_check_documents(live_sandbox: RunningSandbox, tmp_
     assert list(synced["phases"])[:3] == ["start", "fetch", "load"]
     assert synced["requests"] == sum(synced["requests_by_resource"].values()) > 0
     followers = synced["tables"]["followers"]
-    assert list(followers) == ["loaded", "removed", "rows"]
+    assert list(followers) == ["rows_before", "loaded", "added", "updated", "removed", "rows"]
     assert followers["rows"] == followers["loaded"] == len(dump["followers"])
+    assert (followers["rows_before"], followers["updated"]) == (0, 0)
+    assert followers["added"] == followers["loaded"]
     assert synced["tables"]["topics"]["rows"] == len(dump["topics"])
     # the first sync began one version per idea
     assert synced["history"]["ideas_history"] == {

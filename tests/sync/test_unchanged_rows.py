@@ -105,7 +105,7 @@ def test_soft_mode_marks_an_idea_gone_on_a_normal_run_once(harness: Harness) -> 
     harness.sync(full=True, delete_mode="soft")
     changes = harness.mutate(seed=33, counts={"ideas": {"delete": 1}})
     result = harness.sync(delete_mode="soft")
-    assert result.rows_removed["ideas"] == 1
+    assert result.rows_marked["ideas"] == 1
     deleted = changes["ideas"]["deleted"][0]
     for con in harness.connect():
         marked = con.execute(
@@ -113,7 +113,7 @@ def test_soft_mode_marks_an_idea_gone_on_a_normal_run_once(harness: Harness) -> 
         ).fetchall()
         assert marked == [(deleted,)]
     again = harness.sync(delete_mode="soft")
-    assert "ideas" not in again.rows_removed
+    assert "ideas" not in again.rows_marked
     harness.assert_equals_truth(tables=["ideas"], where="where _deleted_at is null")
 
 

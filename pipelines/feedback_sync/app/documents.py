@@ -95,14 +95,7 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
             "delete_mode": result.delete_mode,
             "load_id": result.load_id,
             "recovered_packages": result.recovered_packages,
-            "tables": {
-                table: {
-                    "loaded": result.loaded(table),
-                    "removed": result.rows_removed.get(table, 0),
-                    "rows": rows,
-                }
-                for table, rows in sorted(result.table_rows.items())
-            },
+            "tables": {table: _table_change(result, table) for table in result.tables()},
             "history": {
                 table: {"versions_begun": done.opened, "versions_ended": done.closed}
                 for table, done in sorted(result.versions.items())
@@ -125,6 +118,23 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
         }
     )
     return document
+
+
+def _table_change(result: SyncResult, table: str) -> dict[str, int]:
+    """One table's figures: ``rows_before + added - removed = rows``; ``loaded`` is
+    ``added + updated`` (for a history table, the versions begun)."""
+    done = result.change(table)
+    figures = {
+        "rows_before": done.before,
+        "loaded": result.loaded(table),
+        "added": done.added,
+        "updated": done.updated,
+        "removed": done.removed,
+        "rows": done.after,
+    }
+    if result.delete_mode == "soft":
+        figures["marked_deleted"] = done.marked
+    return figures
 
 
 def status_document(target: Target, committed: Committed) -> dict[str, Any]:

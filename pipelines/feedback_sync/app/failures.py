@@ -12,7 +12,13 @@ from __future__ import annotations
 import errno
 import re
 
-from feedback_sync.errors import ConfigError, FeedbackError, LoadFailed, WarehouseBusy
+from feedback_sync.errors import (
+    ConfigError,
+    FeedbackError,
+    Interrupted,
+    LoadFailed,
+    WarehouseBusy,
+)
 
 LOCKED = "Could not set lock on file"
 # libpq's words when the server wants a password and libpq found none (not in the connection
@@ -41,6 +47,26 @@ def causes(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+# DuckDB's words when SIGINT interrupts a statement (duckdb 2.0 raises a bare RuntimeError)
+QUERY_INTERRUPTED = "Query interrupted"
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or wraps, a Ctrl-C: Python's ``KeyboardInterrupt``, dlt's
+    ``SignalReceivedException`` (its steps stop at their next check), or DuckDB's
+    interrupted statement."""
+    from dlt.common.exceptions import SignalReceivedException
+
+    for error in causes(exc):
+        if isinstance(error, KeyboardInterrupt | SignalReceivedException):
+            return True
+        if type(error).__name__ == "InterruptException" or (
+            isinstance(error, RuntimeError) and str(error) == QUERY_INTERRUPTED
+        ):
+            return True
+    return False
+
+
 def explain(exc: BaseException) -> tuple[str | None, int]:
     """``(message, exit code)`` for a failure we can describe, else ``(None, 1)``."""
     from dlt.common.configuration.exceptions import ConfigFieldMissingException
@@ -48,7 +74,10 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     from dlt.common.destination.exceptions import UnknownDestinationModule
 
     chain = causes(exc)
-    if any(isinstance(error, KeyboardInterrupt) for error in chain):
+    for error in chain:
+        if isinstance(error, Interrupted):  # it says which step, before what it wraps
+            return str(error), error.exit_code
+    if interrupted(exc):
         return "interrupted; the next run resumes from the last committed state", 130
     for error in chain:
         if isinstance(error, ConfigError):

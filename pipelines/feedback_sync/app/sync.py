@@ -20,6 +20,8 @@ import json
 import logging
 import os
 import re
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,8 +34,8 @@ import httpx
 from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.api.settings import FeedbackSettings, load_settings
-from feedback_sync.app.failures import explain, terminal_job_failure
-from feedback_sync.errors import LoadFailed, ModelError
+from feedback_sync.app.failures import explain, interrupted, terminal_job_failure
+from feedback_sync.errors import Interrupted, LoadFailed, ModelError
 from feedback_sync.progress import Figures, Progress
 from feedback_sync.redaction import redact_url
 from feedback_sync.source.context import SyncRun
@@ -61,8 +63,15 @@ class SyncResult:
     requests: int = 0
     retries: int = 0
     requests_by_resource: dict[str, int] = field(default_factory=dict)
+    # rows per table in the load packages this run loaded (its own, and any an earlier run
+    # left pending): new rows and rows that replaced one of the same key
     rows_loaded: dict[str, int] = field(default_factory=dict)
+    # rows deleted per table (gone at the source, stale child rows, a gone row's children)
     rows_removed: dict[str, int] = field(default_factory=dict)
+    # rows marked deleted per table (soft mode): they stay
+    rows_marked: dict[str, int] = field(default_factory=dict)
+    # rows per table before the run changed anything, and after it
+    rows_before: dict[str, int] = field(default_factory=dict)
     table_rows: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     complete: list[str] = field(default_factory=list)
@@ -97,6 +106,26 @@ class SyncResult:
         versions = self.versions.get(table)
         return versions.opened if versions else self.rows_loaded.get(table, 0)
 
+    def tables(self) -> list[str]:
+        """The tables a summary accounts for: every data, child and history table (not the
+        history step's record of when it compared, which is bookkeeping like dlt's own)."""
+        return sorted(t for t in self.table_rows if t != history.CHECKS_TABLE)
+
+    def change(self, table: str) -> TableChange:
+        """What this run did to ``table``'s rows: ``before + added - removed = after``.
+
+        ``removed`` is counted where rows are deleted; ``added`` is what the counts before
+        and after leave for new keys, and the rest of the rows loaded replaced a row of
+        the same key (``updated``). A history table's versions begun are its added rows,
+        the versions ended its updated ones."""
+        before = self.rows_before.get(table, 0)
+        after = self.table_rows.get(table, 0)
+        removed = self.rows_removed.get(table, 0)
+        added = after - before + removed
+        versions = self.versions.get(table)
+        updated = versions.closed if versions else self.loaded(table) - added
+        return TableChange(before, added, updated, removed, after, self.rows_marked.get(table, 0))
+
     def history_changed(self) -> list[str]:
         """The history tables this run added versions to or ended versions of."""
         return [t for t, done in self.versions.items() if done.opened or done.closed]
@@ -128,13 +157,21 @@ class SyncResult:
             lines.append(
                 f"  first loaded {self.recovered_packages} package(s) a previous run left pending"
             )
-        removed_word = "marked deleted" if self.delete_mode == "soft" else "removed"
-        width = max([len(t) for t in self.table_rows] + [5])
-        lines.append(f"  {'table':<{width}}  {'loaded':>9}  {removed_word:>14}  {'now':>10}")
-        for table in sorted(self.table_rows):
+        tables = self.tables()
+        marked = any(self.rows_marked.values())
+        width = max([len(t) for t in tables] + [5])
+        heads = ["before", "added", "updated", "removed", "now"]
+        if marked:
+            heads.append("marked deleted")
+        lines.append(f"  {'table':<{width}}" + "".join(f"  {h:>{_width(h)}}" for h in heads))
+        for table in tables:
+            done = self.change(table)
+            figures = [done.before, done.added, done.updated, done.removed, done.after]
+            if marked:
+                figures.append(done.marked)
             lines.append(
-                f"  {table:<{width}}  {self.loaded(table):>9,}  "
-                f"{self.rows_removed.get(table, 0):>14,}  {self.table_rows[table]:>10,}"
+                f"  {table:<{width}}"
+                + "".join(f"  {n:>{_width(h)},}" for h, n in zip(heads, figures, strict=True))
             )
         changed = [
             f"{table} {done.opened:,} begun, {done.closed:,} ended"
@@ -168,6 +205,22 @@ class SyncResult:
         if self.models_error is not None:
             lines.append(f"  models FAILED (the synced data is kept): {self.models_error}")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """One table's rows before and after a run, and what the run did to them."""
+
+    before: int
+    added: int
+    updated: int
+    removed: int
+    after: int
+    marked: int = 0  # marked deleted (soft mode); these rows stay, and count in none above
+
+
+def _width(head: str) -> int:
+    return max(len(head), 9)
 
 
 def _figures(run: SyncRun) -> Figures:
@@ -232,20 +285,87 @@ def run_sync(
 
         sql_root = sql_dir(sql_folder)  # a folder that is not there stops it before fetching
     shown = Progress("sync", out, mode=progress, every=progress_every, rows="rows fetched")
-    with runlock.hold(target, "sync", lock_wait), shown:
-        return _run_sync(
-            target,
-            full,
-            selected,
-            settings,
-            transport,
-            shown,
-            after_extract,
-            sql_root,
-            keep,
-            started,
-            kept,
-        )
+    with runlock.hold(target, "sync", lock_wait), shown, _ctrl_c() as checkpoint:
+        shown.checkpoint = checkpoint
+        try:
+            return _run_sync(
+                target,
+                full,
+                selected,
+                settings,
+                transport,
+                shown,
+                after_extract,
+                sql_root,
+                keep,
+                started,
+                kept,
+            )
+        except BaseException as exc:
+            if interrupted(exc):
+                raise Interrupted(interrupted_in(shown.current)) from exc
+            raise
+
+
+@contextmanager
+def _ctrl_c() -> Iterator[Callable[[], None]]:
+    """Notes every Ctrl-C while the run is on, and gives a check that raises
+    ``KeyboardInterrupt`` once one came. Python raises it where the signal lands, but
+    DuckDB turns it into its own error ("Query interrupted") inside a statement, and a step
+    that keeps going after a failure of its own (the history, housekeeping) would swallow
+    it: each step checks as it begins (``Progress.checkpoint``). Off the main thread (a
+    Prefect task) signals are not this run's to handle."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    seen = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def noted(number: int, frame: Any) -> None:
+        seen.set()
+        if callable(previous):
+            previous(number, frame)  # Python's own: KeyboardInterrupt here
+
+    def check() -> None:
+        if seen.is_set():
+            raise KeyboardInterrupt
+
+    if previous in (signal.SIG_IGN, None):  # Ctrl-C ignored here (nohup): left so
+        yield check
+        return
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# what a Ctrl-C in each step of a sync leaves, and what finishes it
+_INTERRUPTED = {
+    "fetch": "interrupted while fetching: nothing of this run was committed; the next run "
+    "resumes from the last committed state",
+    "load": "interrupted during the load: what it fetched stays in dlt's working folder, and "
+    "the next run loads it first (nothing is fetched twice or lost), then resumes",
+    "after": "interrupted after the load: its data is committed; the next run first finishes "
+    "what this one left (deletes, history, files)",
+    "models": "interrupted while the models were built: the data is committed, the marts "
+    "are not rebuilt (the last build's stay); run `feedback-sync models` to build them",
+}
+_STEPS = {
+    "starting": "fetch",
+    "extract": "fetch",
+    "normalize": "load",
+    "load": "load",
+    "reconcile": "after",
+    "history": "after",
+    "parquet": "after",
+    "models": "models",
+}
+
+
+def interrupted_in(stage: str) -> str:
+    """The one line a sync interrupted in ``stage`` (``Progress.current``) ends with."""
+    return _INTERRUPTED[_STEPS.get(stage, "after")]
 
 
 class _KeptOpen:
@@ -356,6 +476,26 @@ def _run_sync(
     return result
 
 
+def _data_rows(normalize_info: Any) -> dict[str, int]:
+    """Rows per data table that dlt's normalize step wrote for the load (not dlt's own)."""
+    return {
+        table: count
+        for table, count in normalize_info.row_counts.items()
+        if not table.startswith("_dlt")
+    }
+
+
+def _rows_now(target: Target, pipeline: Pipeline) -> dict[str, int]:
+    """Rows per table the warehouse holds now; nothing where it holds no table yet (no
+    warehouse file, or no schema known here: the restore finds it first)."""
+    path = target.duckdb_file()
+    if path is not None and not path.exists():
+        return {}
+    if not pipeline.default_schema_name:
+        return {}
+    return target.table_counts(pipeline)
+
+
 def _collect_cycles() -> None:
     """Frees what only reference cycles hold once the extract is done, before the load.
 
@@ -381,6 +521,12 @@ def _catch_up(
     after a load, the state restored where the local one is not the warehouse's, first loads
     settled. Returns what the journal owed (rows removed, or None) and the tables the
     warehouse has (None where every table merges)."""
+    # the rows before this run changes any (what a pending package or a journal of an
+    # earlier run finishes counts in this run); with no local schema, nothing can be
+    # pending and the tables are known once the state is restored
+    known = bool(pipeline.default_schema_name)
+    if known:
+        result.rows_before = _rows_now(target, pipeline)
     if pipeline.has_pending_data:
         _recover(pipeline, target, result, out)
         if entities and not _Journal(pipeline).path.exists():
@@ -394,6 +540,8 @@ def _catch_up(
         _add(result.rows_removed, owed)
     if not target.state_is_current(pipeline) and not _nothing_to_restore(pipeline, target):
         pipeline.sync_destination()
+    if not known:
+        result.rows_before = _rows_now(target, pipeline)
     existing = warehouse_tables(pipeline, target.duckdb_file())
     if existing:
         settle(pipeline)  # what an earlier run left owing, wherever it ran
@@ -461,11 +609,7 @@ def _load(
         # the tables this load may append to (any other) owe a settle after it
         owe(pipeline, existing)
     normalize_info, _ = _normalize_and_load(target, pipeline, out, first=existing == frozenset())
-    result.rows_loaded = {
-        table: count
-        for table, count in normalize_info.row_counts.items()
-        if not table.startswith("_dlt")
-    }
+    _add(result.rows_loaded, _data_rows(normalize_info))
     if kept is not None and existing and any(result.rows_loaded.values()):
         # the merges' cache goes back first: replacing child rows reads every child table's
         # keys, and a normal sync's peak at ``large`` was there, on top of the merges'
@@ -483,7 +627,7 @@ def _load(
         removed = target.reconcile(
             pipeline, load_id, result.complete, delete_mode, existing, result.gone
         )
-        _add(result.rows_removed, removed)
+        _add(result.rows_marked if delete_mode == "soft" else result.rows_removed, removed)
 
 
 def _record_history(
@@ -509,6 +653,8 @@ def _record_history(
     try:
         recorded = target.record_history(pipeline, entities, done, run_at, mode)
     except Exception as exc:  # the data is loaded; this run says the history failed
+        if interrupted(exc):  # Ctrl-C inside a statement: the run stops, not the step
+            raise
         said, _ = explain(exc)
         text = str(exc).strip().splitlines()
         result.history_error = said or f"{type(exc).__name__}: {text[0] if text else 'no detail'}"
@@ -559,7 +705,8 @@ def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: Progre
     if existing is not None:
         owe(pipeline, existing)  # the pending package may append to new tables
     try:
-        _, recovered = _normalize_and_load(target, pipeline)
+        normalized, recovered = _normalize_and_load(target, pipeline)
+        _add(result.rows_loaded, _data_rows(normalized))
     except LoadFailed as exc:
         out.say(f"sync: a package an earlier run left could not be loaded: {exc}")
         recovered = None
@@ -597,15 +744,25 @@ def _normalize_and_load(
         LoadFailed: a load job failed for good; names the table, the column where the
             warehouse says which, and its reason.
     """
+    from dlt.common.exceptions import SignalReceivedException
+    from dlt.common.runtime import signals
+
     try:
-        if out is not None:
-            out.stage("normalize")
-            out.say("sync: normalizing ...")
-        info = pipeline.normalize()
-        if out is not None:
-            out.stage("load")
-            out.say("sync: loading ...")
-        loaded = target.load(pipeline, first=first)
+        # dlt intercepts Ctrl-C in its steps and stops at its next check; a signal that
+        # comes after its last check it forgets when the step ends, and the run would go
+        # on. Held here around both steps, it stops the run once the load is done.
+        with signals.intercepted_signals():
+            if out is not None:
+                out.stage("normalize")
+                out.say("sync: normalizing ...")
+            info = pipeline.normalize()
+            if out is not None:
+                out.stage("load")
+                out.say("sync: loading ...")
+            loaded = target.load(pipeline, first=first)
+            signals.raise_if_signalled()
+    except SignalReceivedException:
+        raise  # the package stays as dlt left it: pending, or loaded
     except Exception as exc:
         if not pipeline.has_pending_data:
             log.warning(
@@ -707,16 +864,17 @@ class _Journal:
             return None
         out.say("sync: finishing what the previous run left after its load ...")
         removed = target.replace_children(pipeline, load_id)
-        _add(
-            removed,
-            target.reconcile(
-                pipeline,
-                load_id,
-                body.get("complete", []),
-                body.get("mode", "hard"),
-                gone=body.get("gone") or {},
-            ),
+        reconciled = target.reconcile(
+            pipeline,
+            load_id,
+            body.get("complete", []),
+            body.get("mode", "hard"),
+            gone=body.get("gone") or {},
         )
+        if body.get("mode", "hard") != "soft":
+            _add(removed, reconciled)
+        elif result is not None:  # rows marked deleted stay: they are not removed
+            _add(result.rows_marked, reconciled)
         if entities and result is not None:
             run_at = _journal_time(body.get("run_at"))
             mode = body.get("mode", "hard")

@@ -1,7 +1,7 @@
 """The run's two keyed artifacts (their history is kept per key across runs).
 
-- ``...-rows``: a table of rows per table (loaded, removed, now), requests per resource,
-  retries, and seconds per step;
+- ``...-rows``: a table of rows per table (before, loaded, added, updated, removed, now:
+  ``before + added - removed = now``), requests per resource, retries, and seconds per step;
 - ``...-report``: markdown with the summary, the checks, and what this run skipped.
 
 - ``...-baseline``: rows per table after the last run whose sync and checks passed, written
@@ -18,7 +18,19 @@ from feedback_sync.app.sync import SyncResult
 from feedback_sync.models.checks import Check
 from feedback_sync.source.resources import NAMES as RESOURCES
 
-COLUMNS = ("kind", "name", "loaded", "removed", "now", "requests", "retries", "seconds")
+COLUMNS = (
+    "kind",
+    "name",
+    "before",
+    "loaded",
+    "added",
+    "updated",
+    "removed",
+    "now",
+    "requests",
+    "retries",
+    "seconds",
+)
 
 
 def _row(kind: str, name: str, **values: Any) -> dict[str, Any]:
@@ -33,16 +45,21 @@ def failed_rows(mode: str) -> list[dict[str, Any]]:
 def rows_table(result: SyncResult) -> list[dict[str, Any]]:
     """One row per table, per resource requested, per step, and one for the run."""
     row = _row
-    rows = [
-        row(
-            "table",
-            table,
-            loaded=result.rows_loaded.get(table, 0),
-            removed=result.rows_removed.get(table, 0),
-            now=count,
+    rows = []
+    for table in result.tables():
+        done = result.change(table)
+        rows.append(
+            row(
+                "table",
+                table,
+                before=done.before,
+                loaded=result.loaded(table),
+                added=done.added,
+                updated=done.updated,
+                removed=done.removed,
+                now=done.after,
+            )
         )
-        for table, count in sorted(result.table_rows.items())
-    ]
     rows += [
         row("resource", name, requests=count)
         for name, count in sorted(result.requests_by_resource.items())

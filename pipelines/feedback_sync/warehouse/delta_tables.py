@@ -250,7 +250,9 @@ def reconcile(
         key = PARENT_KEYS.get(root)
         for child in child_tables(pipeline.default_schema.tables, root) if key else ():
             if child in found:
-                _delete_where_in(found[child], key or "", gone)
+                count = _delete_where_in(found[child], key or "", gone)
+                if count:  # a gone row's child rows go with it, and are counted
+                    removed[child] = removed.get(child, 0) + count
         _delete_where_in(found[root], "idx", gone)
     return removed
 

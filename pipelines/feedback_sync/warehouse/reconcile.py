@@ -12,7 +12,8 @@ another load id was not seen, so it no longer exists at the source (for a resour
 unchanged rows were not loaded again, ideas on a normal run, the source names its gone
 keys instead, ``source.changes``):
 
-- ``hard`` (default): delete it and its child rows (by the parent's key);
+- ``hard`` (default): delete it and its child rows (by the parent's key), each counted in
+  its own table;
 - ``soft``: keep it and set ``_deleted_at`` (once; later runs keep the first time).
 
 A row whose item this load rejected (``rejected_rows``, same idx) was seen: it stays. A
@@ -153,13 +154,16 @@ def reconcile(
                         (f"idx in ({', '.join(['%s'] * len(chunk))})", list(chunk))
                         for chunk in _chunks(keys, KEYS_PER_STATEMENT)
                     ]
-                count = 0
+                here: dict[str, int] = {}
                 for where, args in filters:
                     if mode == "soft":
                         where += " and _deleted_at is null"
-                    count += _remove(client, schema, existing, root, where, args, mode, now)
-                if count:
-                    removed[root] = count
+                    for table, count in _remove(
+                        client, schema, existing, root, where, args, mode, now
+                    ).items():
+                        here[table] = here.get(table, 0) + count
+                if here.get(root):
+                    removed.update({table: count for table, count in here.items() if count})
                     _forget_compared(pipeline, client, [root, *_children(schema, existing, root)])
     return removed
 
@@ -198,22 +202,23 @@ def _remove(
     args: list[Any],
     mode: str,
     now: datetime,
-) -> int:
+) -> dict[str, int]:
     """Deletes the rows of ``root`` that ``where`` picks, and their child rows (or marks
-    them deleted, ``soft``); how many."""
+    them deleted, ``soft``: their child rows stay); how many, per table."""
     qroot = client.make_qualified_table_name(root)
     count = _count(client, f"from {qroot} where {where}", *args)
     if not count:
-        return 0
+        return {}
     if mode == "soft":
         client.execute_sql(f"update {qroot} set _deleted_at = %s where {where}", now, *args)
-        return count
+        return {root: count}
+    removed = {root: count}
     key = PARENT_KEYS.get(root)
     for child in _children(schema, existing, root) if key else ():
         qchild = client.make_qualified_table_name(child)
-        client.execute_sql(
-            f"delete from {qchild} where {key} in (select idx from {qroot} where {where})",
-            *args,
-        )
+        rows = f"from {qchild} where {key} in (select idx from {qroot} where {where})"
+        removed[child] = _count(client, rows, *args)
+        if removed[child]:
+            client.execute_sql(f"delete {rows}", *args)
     client.execute_sql(f"delete from {qroot} where {where}", *args)
-    return count
+    return removed
