@@ -292,8 +292,16 @@ def test_no_models_switch_and_the_models_command(
     _point_cli_at(harness, monkeypatch)
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    # and staging.type_drift, staging.custom_fields
-    assert f"models: built {len(PROJECT.models) + 2} (" in out
+    # the count check and models --list say, then the two views every build makes
+    assert (
+        f"models: built {len(PROJECT.models)} models and the 2 generated views "
+        "(staging.type_drift, staging.custom_fields); mart rows: "
+    ) in out
+    assert main(["models", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.rstrip().endswith(
+        f"{len(PROJECT.models)} models, and the 2 generated views every build adds"
+    )
     con = _connect(harness)
     try:
         assert con.execute("select count(*) from marts.idea_engagement").fetchone() == (12,)

@@ -134,3 +134,32 @@ def test_python_dash_m_exits_without_stray_output(
     )
     assert done.returncode == 0, done.stderr
     assert "nanobind" not in done.stderr and "leaked" not in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["sync", "--ful"],
+            "feedback-sync sync: error: unrecognized arguments: --ful (did you mean --full?)",
+        ),
+        (
+            ["push", "--aply"],
+            "feedback-sync push: error: unrecognized arguments: --aply (did you mean --apply?)",
+        ),
+        (
+            ["sync", "--dataset", "x", "--destinaton=duckdb"],
+            "feedback-sync sync: error: unrecognized arguments: --destinaton=duckdb "
+            "(did you mean --destination?)",
+        ),
+        (["synk"], "(did you mean sync?)"),
+    ],
+)
+def test_a_misspelled_option_names_the_commands_usage_and_the_nearest(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith(said), err
+    if argv[0] != "synk":  # the command's own usage, not the top level's
+        assert err[0].startswith(f"usage: feedback-sync {argv[0]} [-h]"), err

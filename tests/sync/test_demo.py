@@ -14,7 +14,15 @@ def test_demo_runs_a_full_then_a_normal_sync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    # a user's own warehouse and dashboard in the same folder stay as they were
+    (tmp_path / "data").mkdir()
+    mine = {"warehouse.duckdb": b"my warehouse", "report.html": b"<p>my dashboard</p>"}
+    for name, body in mine.items():
+        (tmp_path / "data" / name).write_bytes(body)
     assert main(["demo", "--scale", "tiny"]) == 0
+    for name, body in mine.items():
+        assert (tmp_path / "data" / name).read_bytes() == body
+    assert (tmp_path / "data" / "demo-report.html").stat().st_size > 10_000
     out = capsys.readouterr().out
     assert "== 1. full sync ==" in out and "== 3. normal sync ==" in out
     assert "what changed in the warehouse" in out and "created" in out

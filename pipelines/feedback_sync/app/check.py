@@ -183,7 +183,12 @@ def _models(sql_folder: str | Path | None) -> tuple[None, str]:
 
     root = sql_dir(sql_folder)
     project = load_project(root)
-    return None, f"{root}: {len(project.models)} models read, in build order"
+    from feedback_sync.models.project import GENERATED_VIEWS
+
+    return None, (
+        f"{root}: {len(project.models)} models read, in build order (a build adds the "
+        f"{len(GENERATED_VIEWS)} generated views)"
+    )
 
 
 def _push(sql_folder: str | Path | None) -> tuple[None, str]:

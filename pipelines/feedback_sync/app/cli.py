@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import gc
 import io
 import ipaddress
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -729,8 +731,10 @@ def _demo_parser(sub: Any) -> None:
         "demo",
         help="start the reference server, change data, show a summary",
         description="The whole loop against the reference server, in one command: start it, "
-        "a full sync into data/demo.duckdb, a change at the server, a normal sync, and a "
-        "summary of what each run did. Needs the [sandbox] extra.",
+        "a full sync into data/demo.duckdb, a change at the server, a normal sync, a push, "
+        "the dashboard data/demo-report.html, and a summary of what each run did. It writes "
+        "only those two files (and dlt's working folder data/.demo-pipelines): a warehouse "
+        "or dashboard of your own in data/ is left alone. Needs the [sandbox] extra.",
     )
     p.add_argument(
         "--scale", default="demo", choices=["tiny", "demo", "large"], help="seeded data size"
@@ -773,12 +777,39 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+        # the subcommands' parsers, on the top-level parser (``build_parser``)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
 
     def error(self, message: str) -> NoReturn:
         """argparse's usage line and message on stderr, exit 2; raised rather than exited
-        so that ``main`` can also write the --json document."""
+        so that ``main`` can also write the --json document. A command that is not one
+        names the nearest."""
+        choice = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        if choice and self.commands:
+            message += _nearest(choice.group(1), list(self.commands))
         self.print_usage(sys.stderr)
         raise _BadArguments(self.prog, message)
+
+    def parse_command_line(self, arguments: Sequence[str]) -> argparse.Namespace:
+        """``parse_args``, except that arguments the command does not take are refused by
+        the command's own parser (its usage, not the top level's) with the nearest
+        option: ``sync --ful``: did you mean ``--full``?"""
+        parsed, extra = self.parse_known_args(arguments)
+        if extra:
+            chosen: argparse.ArgumentParser = self.commands.get(parsed.command, self)
+            options = [o for action in chosen._actions for o in action.option_strings]
+            unknown = next((a for a in extra if a.startswith("-")), extra[0])
+            chosen.error(
+                f"unrecognized arguments: {' '.join(extra)}"
+                + _nearest(unknown.split("=", 1)[0], options)
+            )
+        return parsed
+
+
+def _nearest(given: str, known: Sequence[str]) -> str:
+    """`` (did you mean X?)`` for the closest of ``known``, or nothing."""
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 class _BadArguments(Exception):
@@ -788,7 +819,7 @@ class _BadArguments(Exception):
         self.message = message
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(
         prog="feedback-sync",
         description="Move a feedback service's data into a warehouse and back.",
@@ -805,6 +836,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for add_parser in _COMMANDS.values():
         add_parser(sub)
+    parser.commands = dict(sub.choices)
     return parser
 
 
@@ -824,7 +856,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(arguments)
+        args = parser.parse_command_line(arguments)
     except _BadArguments as exc:
         print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
         if "--json" in arguments:

@@ -28,6 +28,10 @@ from feedback_sync.sandbox.server import serve_in_thread
 from feedback_sync.warehouse.target import Target
 
 DEMO_DIR = Path("data")
+# the demo's own files, beside a user's (data/warehouse.duckdb, data/report.html): it never
+# writes those
+DEMO_WAREHOUSE = DEMO_DIR / "demo.duckdb"
+DEMO_REPORT = DEMO_DIR / "demo-report.html"
 CURATED = package_path("examples", "curated")
 NOTE_AUTHOR = "feedback-bot@example.net"
 
@@ -35,29 +39,30 @@ NOTE_AUTHOR = "feedback-bot@example.net"
 def _target() -> Target:
     return Target(
         destination="duckdb",
-        duckdb_path=DEMO_DIR / "demo.duckdb",
+        duckdb_path=DEMO_WAREHOUSE,
         pipelines_dir=DEMO_DIR / ".demo-pipelines",
     )
 
 
 def _fresh() -> None:
-    for path in (DEMO_DIR / "demo.duckdb", DEMO_DIR / "demo.duckdb.wal"):
+    for path in (DEMO_WAREHOUSE, DEMO_WAREHOUSE.with_name(f"{DEMO_WAREHOUSE.name}.wal")):
         path.unlink(missing_ok=True)
     shutil.rmtree(DEMO_DIR / ".demo-pipelines", ignore_errors=True)
 
 
 def _changes_table(first: SyncResult, second: SyncResult) -> str:
-    tables = sorted(set(first.table_rows) | set(second.table_rows))
+    """What the normal sync did to each table: after full + added - removed = after normal."""
+    tables = sorted(set(first.tables()) | set(second.tables()))
     width = max(len(t) for t in tables)
     lines = [
-        f"  {'table':<{width}}  {'after full':>10}  {'loaded':>7}  {'removed':>7}  "
-        f"{'after normal':>12}  {'change':>7}"
+        f"  {'table':<{width}}  {'after full':>10}  {'added':>7}  {'updated':>7}  "
+        f"{'removed':>7}  {'after normal':>12}"
     ]
     for table in tables:
-        before, after = first.table_rows.get(table, 0), second.table_rows.get(table, 0)
+        done = second.change(table)
         lines.append(
-            f"  {table:<{width}}  {before:>10,}  {second.loaded(table):>7,}  "
-            f"{second.rows_removed.get(table, 0):>7,}  {after:>12,}  {after - before:>+7,}"
+            f"  {table:<{width}}  {done.before:>10,}  {done.added:>7,}  {done.updated:>7,}  "
+            f"{done.removed:>7,}  {done.after:>12,}"
         )
     return "\n".join(lines)
 
@@ -132,7 +137,7 @@ def run(scale: str = "demo", seed: int = 1) -> int:
             return 1
     print("\n== 6. the marts: ideas with the most revenue behind them (marts.idea_engagement) ==")
     print(_top_ideas(target))
-    dashboard = report.write(target, DEMO_DIR / "report.html")
+    dashboard = report.write(target, DEMO_REPORT)
     print(f"  the dashboard: {dashboard.summary()}")
 
     print("\n== what changed in the warehouse ==")
@@ -146,8 +151,8 @@ def run(scale: str = "demo", seed: int = 1) -> int:
     )
     print(
         f"demo: done in {time.perf_counter() - started:.1f}s. The warehouse is "
-        f"{DEMO_DIR / 'demo.duckdb'}: try\n"
-        f"  python -c \"import duckdb; print(duckdb.connect('{DEMO_DIR}/demo.duckdb', "
+        f"{DEMO_WAREHOUSE}, its dashboard {DEMO_REPORT}: try\n"
+        f"  python -c \"import duckdb; print(duckdb.connect('{DEMO_WAREHOUSE}', "
         "read_only=True).sql('select * from marts.status_summary'))\"\n"
         "  feedback-sync models --list   (what each mart holds)"
     )

@@ -286,6 +286,9 @@ def source_sql(
 
 TYPE_DRIFT = "type_drift"
 CUSTOM_FIELDS = "custom_fields"
+# the staging views every build makes from the loaded tables' columns, beside the models of
+# the SQL folder (so a build makes two more relations than the folder has models)
+GENERATED_VIEWS = (TYPE_DRIFT, CUSTOM_FIELDS)
 _BOOKKEEPING = ("_dlt_", "_deleted_at")
 # DuckDB's type of a stored column -> the sync's kind (source/types.py)
 _KIND_OF_TYPE = {
@@ -408,13 +411,18 @@ class BuildResult:
 
     def summary(self) -> str:
         marts = ", ".join(f"{name} {rows:,}" for name, rows in self.mart_rows.items())
+        # the same count as ``check`` and ``models --list``: the SQL folder's models, then
+        # the views a build makes of the loaded columns
+        generated = [f"staging.{name}" for name in GENERATED_VIEWS]
+        own = len([name for name in self.built if name not in generated])
+        counted = f"{own} models and the {len(generated)} generated views ({', '.join(generated)})"
         if self.reused_from is not None:
             line = (
-                f"models: {len(self.built)} up to date, nothing they read changed since "
-                f"their build at {self.reused_from} ({marts} rows)"
+                f"models: {counted} up to date, nothing they read changed since their build "
+                f"at {self.reused_from}; mart rows: {marts}"
             )
         else:
-            line = f"models: built {len(self.built)} ({marts} rows)"
+            line = f"models: built {counted}; mart rows: {marts}"
         if self.missing_sources:
             line += f"; read as empty (not loaded): {', '.join(self.missing_sources)}"
         if self.tests:
@@ -468,6 +476,7 @@ def build(
         (TYPE_DRIFT, type_drift_sql(dataset, existing)),
         (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
     ]
+    assert tuple(name for name, _ in views) == GENERATED_VIEWS
     tests = [
         DataTest(t.mart, t.name, render_sql(t.sql, project, dataset, existing))
         for t in project.tests
@@ -635,7 +644,16 @@ def describe(project: Project) -> str:
                     lines.append(f"    data tests: {'; '.join(tests)}")
             else:
                 lines.append(f"    columns: {', '.join(model.columns)}")
+        if layer == "staging":
+            lines.append(
+                f"  and, made by every build from the loaded tables' columns: "
+                f"{', '.join(f'staging.{name}' for name in GENERATED_VIEWS)}"
+            )
         lines.append("")
+    lines.append(
+        f"{len(project.models)} models, and the {len(GENERATED_VIEWS)} generated views every "
+        "build adds"
+    )
     return "\n".join(lines).rstrip()
 
 
