@@ -41,6 +41,30 @@ class Figures:
     # per resource (sync) or target (push): the requests made and the rows counted
     requests_by: Mapping[str, int] = field(default_factory=dict)
     rows_by: Mapping[str, int] = field(default_factory=dict)
+    # where known: how many items the run has behind it, out of how many (per resource)
+    done_by: Mapping[str, int] = field(default_factory=dict)
+    total_by: Mapping[str, int] = field(default_factory=dict)
+
+    def rows_text(self, name: str) -> str:
+        """``name``'s rows, as done out of total where the total is known."""
+        total = self.total_by.get(name)
+        if total:
+            return f"{min(self.done_by.get(name, 0), total):,}/{total:,}"
+        return f"{self.rows_by.get(name, 0):,}"
+
+    def share_done(self) -> float | None:
+        """The share of the items behind the run, where every resource read so far has a
+        known total (None where one has not)."""
+        if not self.rows_by or any(not self.total_by.get(name) for name in self.rows_by):
+            return None
+        total = sum(self.total_by.values())
+        done = sum(min(self.done_by.get(n, 0), t) for n, t in self.total_by.items())
+        return done / total if total else None
+
+
+# an estimate of the time left is shown once this share is done and this long has passed
+ESTIMATE_AFTER_SHARE = 0.02
+ESTIMATE_AFTER_SECONDS = 2.0
 
 
 class Progress:
@@ -65,6 +89,7 @@ class Progress:
         self._every = every
         self._rows = rows
         self._read: Callable[[], Figures] = Figures  # none yet
+        self._watched = time.perf_counter()
         self._stage = "starting"
         self._started = time.perf_counter()
         self._stop = threading.Event()
@@ -94,6 +119,21 @@ class Progress:
         """``read`` gives the figures from now on (called from another thread: it must
         only read)."""
         self._read = read
+        self._watched = time.perf_counter()
+
+    def left(self, figures: Figures) -> str:
+        """`` about 1m20s left`` while the figures are read, once an estimate can be made
+        (the share done, and the time since ``watch``: items take about the same time
+        each); nothing before, or where a total is not known."""
+        share = figures.share_done()
+        since = time.perf_counter() - self._watched
+        if share is None or not ESTIMATE_AFTER_SHARE <= share < 1 or since < ESTIMATE_AFTER_SECONDS:
+            return ""
+        seconds = round(since * (1 - share) / share)
+        if seconds < 1:
+            return ""
+        shown = f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+        return f"  about {shown} left"
 
     def say(self, line: str) -> None:
         if self._console is not None:
@@ -147,10 +187,10 @@ class Progress:
         figures = self._figures()
         if figures is None:
             return f"{self.command}: {self._stage}  (figures unavailable)"
-        parts = [f"{name} {rows:,}" for name, rows in figures.rows_by.items()]
+        parts = [f"{name} {figures.rows_text(name)}" for name in figures.rows_by]
         return (
             f"{self.command}: {time.perf_counter() - self._started:5.1f}s  {self._stage}  "
-            f"{figures.requests:,} requests ({figures.retries:,} retried); "
+            f"{figures.requests:,} requests ({figures.retries:,} retried){self.left(figures)}; "
             f"{self._rows}: {', '.join(parts) or 'none yet'}"
         )
 
@@ -203,7 +243,7 @@ class Progress:
             return Text(f"{self.command}: {self._stage}  {seconds:.0f}s  (figures unavailable)")
         title = Text(
             f"{self.command}: {self._stage}  {seconds:.0f}s  {figures.requests:,} requests "
-            f"({figures.retries:,} retried)",
+            f"({figures.retries:,} retried){self.left(figures)}",
             style="bold",
         )
         table = Table(box=None, pad_edge=False)
@@ -214,7 +254,7 @@ class Progress:
         table.add_column(self._rows, justify="right")
         for name in dict.fromkeys([*figures.requests_by, *figures.rows_by]):
             cells = [f"{figures.requests_by.get(name, 0):,}"] if by_requests else []
-            table.add_row(name, *cells, f"{figures.rows_by.get(name, 0):,}")
+            table.add_row(name, *cells, figures.rows_text(name))
         return Group(title, table)
 
 

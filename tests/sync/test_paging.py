@@ -790,3 +790,34 @@ def test_a_shape_that_stays_wrong_exhausts_retries() -> None:
     assert "'data' is not a list" in str(info.value)
     assert info.value.resource == "ideas"
     assert len(server.requests) == 3
+
+
+def _placed(server: FakeServer, chain: Chain) -> tuple[int, int, list[int]]:
+    """The list's total and the items behind the walk, as the progress reads them, and
+    the items behind it after each page."""
+    client, _ = make_client(server)
+    after = []
+    with client:
+        for _ in walk(client, [chain], concurrency=1):
+            after.append(client.stats.done_by_resource["ideas"])
+        stats = client.stats
+    return stats.total_by_resource["ideas"], stats.done_by_resource["ideas"], after
+
+
+def test_a_walk_from_the_start_counts_its_place_in_the_list() -> None:
+    server = FakeServer()
+    server.add("ideas", CursorList(make_items("ide", 23)))
+    assert _placed(server, cursor_chain()) == (23, 23, [5, 10, 15, 20, 23])
+
+
+def test_a_resumed_walk_counts_the_items_before_its_cursor() -> None:
+    server = FakeServer()
+    server.add("ideas", CursorList(make_items("ide", 23)))
+    chain = Chain(resource="ideas", path="ideas", paginator=CursorPaginator(5, "c10", before=10))
+    assert _placed(server, chain) == (23, 23, [15, 20, 23])
+
+
+def test_a_resumed_walk_without_the_count_before_has_no_place() -> None:
+    server = FakeServer()
+    server.add("ideas", CursorList(make_items("ide", 23)))
+    assert _placed(server, cursor_chain(resume="c10"))[:2] == (0, 0)

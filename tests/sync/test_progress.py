@@ -20,6 +20,7 @@ from feedback_sync.progress import Figures, Progress
 from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.support.cli import CLI, cli_env
+from tests.sync.harness import Harness
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -143,3 +144,39 @@ def test_the_plain_line_carries_the_figures() -> None:
         r"sync: +\d+\.\ds  extract  12 requests \(1 retried\); rows fetched: followers 1,200", line
     ), line
     assert out.getvalue() == "sync: a line of the run\n"
+
+
+def test_done_out_of_total_and_the_time_left_once_it_can_be_told() -> None:
+    figures = Figures(
+        requests=40,
+        rows_by={"followers": 500, "comments": 300},
+        done_by={"followers": 500, "comments": 300},
+        total_by={"followers": 2000, "comments": 2000},
+    )
+    assert figures.rows_text("followers") == "500/2,000"
+    assert figures.share_done() == 0.2
+    # a resource whose total is not known: no share, and its rows alone
+    unknown = Figures(rows_by={"followers": 5, "links": 7}, total_by={"followers": 10})
+    assert unknown.share_done() is None and unknown.rows_text("links") == "7"
+    progress = Progress("sync", io.StringIO(), mode="plain", every=3600, rows="rows fetched")
+    with progress:
+        progress.watch(lambda: figures)
+        assert progress.left(figures) == ""  # too soon to tell
+        progress._watched -= 10  # ten seconds for a fifth: forty to go
+        assert progress.left(figures) == "  about 40s left"
+        assert "about 40s left; rows fetched: followers 500/2,000, comments 300/2,000" in (
+            progress.line()
+        )
+        progress._watched -= 290  # five minutes for a fifth
+        assert progress.left(figures) == "  about 20m00s left"
+
+
+def test_a_first_run_says_it_reads_everything(harness: Harness) -> None:
+    harness.sync(models=False)
+    assert "sync: first run (nothing synced here yet: it reads everything) of" in (
+        harness.last_output
+    )
+    harness.sync(models=False)
+    assert "sync: incremental run of" in harness.last_output
+    harness.sync(full=True, models=False)
+    assert "sync: full run of" in harness.last_output

@@ -196,6 +196,11 @@ class RequestStats:
     statuses: Counter[int] = field(default_factory=Counter)
     by_resource: Counter[str] = field(default_factory=Counter)
     rows_by_resource: Counter[str] = field(default_factory=Counter)
+    # over the lists whose place this run knows (read from their start, or resumed where
+    # the count before the cursor was saved): the items they hold (their answers'
+    # ``pagination.total``), and how many of them lie behind this run (``paging.walk``)
+    total_by_resource: Counter[str] = field(default_factory=Counter)
+    done_by_resource: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count(self, resource: str, status: int | None) -> None:
@@ -212,6 +217,18 @@ class RequestStats:
     def count_rows(self, resource: str, rows: int) -> None:
         with self._lock:
             self.rows_by_resource[resource] += rows
+
+    def count_list(self, resource: str, total: int, before: int) -> None:
+        """A list whose place is known began: it holds ``total`` items, ``before`` of them
+        before where this run started reading."""
+        with self._lock:
+            self.total_by_resource[resource] += total
+            self.done_by_resource[resource] += before
+
+    def count_done(self, resource: str, rows: int) -> None:
+        """``rows`` more of a list whose place is known were read."""
+        with self._lock:
+            self.done_by_resource[resource] += rows
 
 
 class _Retryable(Exception):

@@ -43,6 +43,8 @@ class Paginator(ABC):
         self.pages = 0
         self.items_seen = 0
         self.last_total: int | None = None
+        # whether this chain's place in its list is known (``walk``: progress figures)
+        self.placed = False
 
     def restart(self) -> Params:
         """Forget the saved cursor (the service rejected it) and start from the beginning."""
@@ -51,6 +53,7 @@ class Paginator(ABC):
         self.before = None
         self.pages = 0
         self.items_seen = 0
+        self.placed = False
         return self.start()
 
     @abstractmethod
@@ -199,6 +202,21 @@ class Page:
     missing: bool = False
 
 
+def _count_place(client: FeedbackClient, chain: Chain, body: dict[str, Any], items: int) -> None:
+    """How far through its list a chain is, for the progress figures: known for a list
+    read from its start, or resumed where the count before the cursor was saved, whose
+    first answer says how many items the list holds (``pagination.total``)."""
+    paginator = chain.paginator
+    if paginator.pages == 1:
+        total = body["pagination"].get("total")
+        before = 0 if not paginator.resumed else paginator.before
+        if isinstance(total, int) and not isinstance(total, bool) and before is not None:
+            client.stats.count_list(chain.resource, total, before)
+            paginator.placed = True
+    if paginator.placed:
+        client.stats.count_done(chain.resource, items)
+
+
 def walk(
     client: FeedbackClient, chains: Iterable[Chain], concurrency: int, *, urgent: bool = False
 ) -> Iterator[Page]:
@@ -262,6 +280,7 @@ def walk(
                     submit(chain, following)
                 items = paginator.items(body)
                 client.stats.count_rows(chain.resource, len(items))
+                _count_place(client, chain, body, len(items))
                 yield Page(chain, items, last=following is None)
             refill()
     finally:

@@ -39,7 +39,12 @@ from feedback_sync.errors import Interrupted, LoadFailed, ModelError
 from feedback_sync.progress import Figures, Progress
 from feedback_sync.redaction import redact_url
 from feedback_sync.source.context import SyncRun
-from feedback_sync.source.resources import COMPLETE_WHEN_FULL, PARENT_KEYS, check_resources
+from feedback_sync.source.resources import (
+    COMPLETE_WHEN_FULL,
+    PARENT_KEYS,
+    SOURCE_NAME,
+    check_resources,
+)
 from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.source.source import feedback
@@ -223,15 +228,24 @@ def _width(head: str) -> int:
     return max(len(head), 9)
 
 
-def _figures(run: SyncRun) -> Figures:
-    """The fetch's figures so far (read from the progress display's thread)."""
+def _figures(run: SyncRun, rows_before: dict[str, int]) -> Figures:
+    """The fetch's figures so far (read from the progress display's thread). A resource's
+    total is what its lists say they hold (``pagination.total``), and on a full run at
+    least the rows its table held before (the lists of its per-idea reads begin one by
+    one)."""
     stats = run.client.stats
     requests = {name: stats.by_resource.get(name, 0) for name in RESOURCES}
+    read = [name for name, n in requests.items() if n]
+    totals = {name: stats.total_by_resource.get(name, 0) for name in read}
+    if run.full:
+        totals = {name: max(n, rows_before.get(name, 0)) for name, n in totals.items()}
     return Figures(
         requests=stats.requests,
         retries=stats.retries,
-        requests_by={name: n for name, n in requests.items() if n},
-        rows_by={name: stats.rows_by_resource.get(name, 0) for name, n in requests.items() if n},
+        requests_by={name: requests[name] for name in read},
+        rows_by={name: stats.rows_by_resource.get(name, 0) for name in read},
+        done_by={name: stats.done_by_resource.get(name, 0) for name in read},
+        total_by={name: n for name, n in totals.items() if n},
     )
 
 
@@ -564,12 +578,15 @@ def _extract(
             source = source.with_resources(*selected)
         chosen = list(source.selected_resources)
         out.stage("extract")
+        kind = "full run" if run.full else "incremental run"
+        if not run.full and not pipeline.state.get("sources", {}).get(SOURCE_NAME):
+            kind = "first run (nothing synced here yet: it reads everything)"
         out.say(
-            f"sync: {'full' if run.full else 'incremental'} run of {', '.join(chosen)} "
+            f"sync: {kind} of {', '.join(chosen)} "
             f"from {redact_url(run.settings.base_url)} into {target.describe()}"
         )
         fmt: Any = target.loader_format(pipeline)
-        out.watch(lambda: _figures(run))
+        out.watch(lambda: _figures(run, result.rows_before))
         result.phases["start"] = time.perf_counter() - result.started
         with result.timed("fetch"):
             extract_info = pipeline.extract(
