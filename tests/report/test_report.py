@@ -15,7 +15,15 @@ from typing import Any
 import duckdb
 import pytest
 from feedback_sync.app.cli import main
-from feedback_sync.app.report import Freshness, _columns, _window, render, write
+from feedback_sync.app.report import (
+    Freshness,
+    _clipped,
+    _columns,
+    _stays_line,
+    _window,
+    render,
+    write,
+)
 from feedback_sync.errors import ModelError
 from feedback_sync.models.project import build
 from feedback_sync.warehouse.duckdb import open_duckdb_models
@@ -141,12 +149,14 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
     for k in order:
         f = per_status[k]
         ended = f["stays_completed"]
-        expected.append(
-            f"median {f['median_days_completed']:,.2f} days, 90th percentile "
-            f"{f['p90_days_completed']:,.2f} days, over {_n(ended, 'stay', 'stays')} that ended"
-            if ended
-            else "no stay has ended yet"
-        )
+        # a single stay is told as what it is; none is said once, in the chart's note
+        if ended == 1:
+            expected.append(f"1 stay ended, after {f['median_days_completed']:,.2f} days")
+        elif ended:
+            expected.append(
+                f"median {f['median_days_completed']:,.2f} days, 90th percentile "
+                f"{f['p90_days_completed']:,.2f} days, over {ended:,} stays that ended"
+            )
         if f["ideas_now"]:
             since = f["waiting_since"]
             days = (as_of - since).total_seconds() / 86400
@@ -203,7 +213,9 @@ def test_every_figure_on_the_dashboard_equals_the_source(harness: Harness, tmp_p
         (_month(m), per_month[m]["public_comments"] if m in per_month else 0) for m in shown
     ]
     assert [bool(partial) for partial, _, _ in points] == [m == current for m in shown]
-    assert 'class="line partial"' in activity
+    # the partial month is a point of its own, not joined: no line runs into it
+    assert 'class="line partial"' not in activity
+    assert all(f"{x}," not in line for line in _polylines(activity) for x in _partial_x(activity))
 
 
 @pytest.mark.slow
@@ -249,9 +261,22 @@ def test_the_dashboard_draws_in_headless_chromium(harness: Harness, tmp_path: Pa
         assert first_label and top[0].startswith(first_label.rstrip("…"))
         assert p.locator("section#funnel rect.bar").count() == statuses[0]
         assert p.locator("section#coverage rect.bar").count() == types[0]
-        # two series, each with its partial last month drawn apart
-        assert p.locator("section#activity polyline.line:not(.partial)").count() == 2
-        assert p.locator("section#activity polyline.line.partial").count() == 2
+        # two series, each with its partial last month a point apart, not joined
+        assert p.locator("section#activity polyline.line").count() == 2
+        assert p.locator("section#activity circle.point.partial").count() == 2
+        # no axis label runs past its chart ("Nov 202")
+        for chart in CHARTS:
+            svg_box = p.locator(f"section#{chart} svg.chart").bounding_box()
+            assert svg_box is not None
+            labels = p.locator(f"section#{chart} svg.chart text")
+            for i in range(labels.count()):
+                box = labels.nth(i).bounding_box()
+                assert box is not None
+                assert box["x"] >= svg_box["x"] - 0.5, (chart, labels.nth(i).text_content())
+                assert box["x"] + box["width"] <= svg_box["x"] + svg_box["width"] + 0.5, (
+                    chart,
+                    labels.nth(i).text_content(),
+                )
         # at 900 px the sections stack: one column
         boxes = [p.locator(f"section#{c}").bounding_box() for c in CHARTS]
         assert all(b is not None for b in boxes)
@@ -384,3 +409,28 @@ def test_marts_older_than_the_last_load_say_so(harness: Harness, tmp_path: Path)
     with duckdb.connect(str(path)) as con:
         build(con, "feedback")
     assert "(the last load)" in _meta(harness, tmp_path)
+
+
+def _polylines(svg: str) -> list[str]:
+    return re.findall(r'<polyline class="line" points="([^"]*)"', svg)
+
+
+def _partial_x(svg: str) -> list[str]:
+    """The x of each partial month's point."""
+    return re.findall(r'<circle class="point partial" cx="([\d.]+)"', svg)
+
+
+def test_a_single_stay_is_told_as_one_and_none_is_left_to_the_note() -> None:
+    one = {"stays_completed": 1, "median_days_completed": 3.5, "p90_days_completed": 3.5}
+    assert _stays_line(one) == "1 stay ended, after 3.50 days"
+    many = {"stays_completed": 4, "median_days_completed": 2.0, "p90_days_completed": 9.25}
+    assert _stays_line(many) == (
+        "median 2.00 days, 90th percentile 9.25 days, over 4 stays that ended"
+    )
+    assert _stays_line({"stays_completed": 0}) == ""
+
+
+def test_a_long_bar_label_is_cut_to_fit_its_column() -> None:
+    assert _clipped("Tag custom fields") == "Tag custom fields"
+    assert _clipped("Comment on SSO users (renamed) (renamed)") == "Comment on SSO users (r…"
+    assert len(_clipped("日本語" * 10)) <= 13  # a wide character counts two

@@ -34,6 +34,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -355,13 +356,16 @@ def render(
             "Per status, in the board's order: the median days an idea stayed before it "
             "moved on (or was deleted), over the stays that ended, from the history the "
             "syncs keep; and the ideas there now. A stay begins when a sync first sees the "
-            "idea there: two moves between syncs count as one.",
+            "idea there: two moves between syncs count as one. A status without a bar has "
+            "had no stay end yet.",
             _hbars(
                 [
                     (
                         str(r["status_name"] or "(status no longer loaded)"),
                         float(r["median_days_completed"] or 0.0),
-                        _stays_line(r) + "\n" + _waiting_line(r, as_of),
+                        "\n".join(
+                            line for line in (_stays_line(r), _waiting_line(r, as_of)) if line
+                        ),
                     )
                     for r in flow
                 ],
@@ -436,9 +440,12 @@ class _Money:
 
 
 def _stays_line(row: dict[str, Any]) -> str:
-    """A status's ended stays: their median and 90th-percentile days, and how many."""
+    """A status's ended stays: their median and 90th-percentile days, and how many; a
+    single stay as what it is; none: nothing (the chart's note says it once)."""
     if not row["stays_completed"]:
-        return "no stay has ended yet"
+        return ""
+    if row["stays_completed"] == 1:
+        return f"1 stay ended, after {row['median_days_completed']:,.2f} days"
     return (
         f"median {row['median_days_completed']:,.2f} days, 90th percentile "
         f"{row['p90_days_completed']:,.2f} days, over {_many(row['stays_completed'], 'stay')} "
@@ -558,7 +565,7 @@ def _hbars(rows: Sequence[tuple[str, float, str]], color: str, maximum: float = 
     y = 4
     for (label, value, note), row_h in zip(rows, heights, strict=True):
         w = max(1.0, span * value / top) if value > 0 else 0.0
-        text = label if len(label) <= 30 else label[:29] + "…"
+        text = _clipped(label)
         lines = note.split("\n")
         parts.append(
             f'<text class="label" x="{label_w - 8}" y="{y + 14}" text-anchor="end">'
@@ -608,9 +615,9 @@ def _columns(cells: Sequence[tuple[date, int, str]], current: date | None) -> st
                 f"<title>{html.escape(title)}</title></rect>"
             )
         if _labelled(i, len(cells), current is not None and cells[-1][0] == current):
+            label = f"{_month_label(month)}{'*' if partial else ''}"
             parts.append(
-                f'<text class="axis" x="{x + bar_w / 2:.1f}" y="{legend_h + plot_h + 16}" '
-                f'text-anchor="middle">{_month_label(month)}{"*" if partial else ""}</text>'
+                _axis_label(x + bar_w / 2, legend_h + plot_h + 16, label, i == len(cells) - 1)
             )
     parts.append("</svg>")
     return "".join(parts)
@@ -619,8 +626,9 @@ def _columns(cells: Sequence[tuple[date, int, str]], current: date | None) -> st
 def _lines(
     months: Sequence[date], series: Sequence[tuple[str, Sequence[int]]], current: date | None
 ) -> str:
-    """One line per series; the segment into the month of the last load (``current``)
-    is dashed and its point hollow: that month is partial."""
+    """One line per series over the whole months; the month of the last load
+    (``current``) is partial: its point is hollow and not joined to the line (a month a
+    few days old would otherwise draw as a collapse)."""
     if not months:
         return _empty()
     left, bottom, plot_h, legend_h = 48, 40, 220, 28
@@ -640,12 +648,6 @@ def _lines(
         whole = points[:-1] if partial else points
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in whole)
         parts.append(f'<polyline class="line" points="{path}" stroke="{color}" fill="none"/>')
-        if partial and len(points) > 1:
-            (x0, y0), (x1, y1) = points[-2], points[-1]
-            parts.append(
-                f'<polyline class="line partial" points="{x0:.1f},{y0:.1f} {x1:.1f},{y1:.1f}" '
-                f'stroke="{color}" stroke-dasharray="5 4" fill="none"/>'
-            )
         for i, ((x, y), month, v) in enumerate(zip(points, months, values, strict=True)):
             last = partial and i == len(points) - 1
             fill = "#fff" if last else color
@@ -659,12 +661,36 @@ def _lines(
     for i, month in enumerate(months):
         last = partial and i == len(months) - 1
         if _labelled(i, len(months), partial):
-            parts.append(
-                f'<text class="axis" x="{left + i * step:.1f}" y="{legend_h + plot_h + 16}" '
-                f'text-anchor="middle">{_month_label(month)}{"*" if last else ""}</text>'
-            )
+            label = f"{_month_label(month)}{'*' if last else ''}"
+            x = left + i * step
+            parts.append(_axis_label(x, legend_h + plot_h + 16, label, i == len(months) - 1))
     parts.append("</svg>")
     return "".join(parts)
+
+
+# a bar's label fits in the label column (182 of the chart's units; a character of the 11 px
+# label takes up to 7.5 in common fonts): this many narrow characters, a wide one (CJK) two
+LABEL_CHARACTERS = 24
+
+
+def _clipped(label: str) -> str:
+    """``label`` cut with "…" where it would run past the left edge of its chart."""
+    width = 0
+    for i, char in enumerate(label):
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        if width > LABEL_CHARACTERS:
+            return label[: max(i - 1, 0)] + "…"
+    return label
+
+
+def _axis_label(x: float, y: float, text: str, last: bool) -> str:
+    """A month under its column or point; the last one ends at its mark rather than
+    centring on it, so it never runs past the chart's right edge ("Nov 202")."""
+    anchor = "end" if last else "middle"
+    at = min(x + 4, WIDTH - 2) if last else x
+    return (
+        f'<text class="axis" x="{at:.1f}" y="{y}" text-anchor="{anchor}">{html.escape(text)}</text>'
+    )
 
 
 def _labelled(i: int, count: int, partial_last: bool) -> bool:
