@@ -4,17 +4,16 @@ the dashboard, and its query line prints that table."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
 import pytest
+
+from tests.support.script import free_port, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,19 +24,12 @@ def _blocks(section: str) -> list[str]:
     return re.findall(r"```bash\n(.*?)```", body, re.S)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.mark.slow
 def test_the_quick_start_ends_with_a_mart_in_duckdb_and_the_dashboard(tmp_path: Path) -> None:
     start, query = _blocks("Quick start")
     lines = start.strip().splitlines()
     assert lines[0].startswith("pip install"), "the quick start begins with the install"
-    port = str(_free_port())
+    port = str(free_port())
     # the server the script starts in the background stops when the script ends, however
     # it ends (its output pipes would otherwise keep the run open)
     script = "trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n"
@@ -52,21 +44,8 @@ def test_the_quick_start_ends_with_a_mart_in_duckdb_and_the_dashboard(tmp_path: 
     }
     env.pop("SOURCES__FEEDBACK__BASE_URL", None)
     env.pop("SOURCES__FEEDBACK__API_KEY", None)
-    shell = subprocess.Popen(
-        ["bash", "-e", "-c", script],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = shell.communicate(timeout=300)
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # what is left of its process group
-            os.killpg(shell.pid, signal.SIGKILL)
-    assert shell.returncode == 0, out[-2000:] + err[-2000:]
+    code, out, err = run_script(script, tmp_path, env, 300)
+    assert code == 0, out[-2000:] + err[-2000:]
     assert "finished in" in out
 
     warehouse = tmp_path / "data" / "warehouse.duckdb"

@@ -10,17 +10,15 @@ line of ``...`` alone (an elided row) is skipped.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
-import socket
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.script import free_port, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = ("first-sync.md", "first-push.md")  # in order: the second continues the first
@@ -42,13 +40,6 @@ def _blocks() -> list[Block]:
         for kind, body in re.findall(r"```(bash|text)\n(.*?)```", text, re.S):
             found.append(Block(page, kind, body))
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _script(blocks: list[Block], port: int) -> str:
@@ -97,27 +88,14 @@ def _numbers(text: str) -> list[int]:
 @pytest.mark.slow
 def test_the_tutorials_say_what_their_commands_print(tmp_path: Path) -> None:
     blocks = _blocks()
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "PUSH__"))},
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "DLT_DATA_DIR": str(tmp_path / "dlt"),
     }
-    shell = subprocess.Popen(
-        ["bash", "-e", "-c", _script(blocks, port)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, _ = shell.communicate(timeout=600)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(shell.pid, signal.SIGKILL)
-    assert shell.returncode == 0, out[-3000:]
+    code, out, _ = run_script(_script(blocks, port), tmp_path, env, 600, merged=True)
+    assert code == 0, out[-3000:]
     printed = {
         int(number): text
         for number, text in re.findall(rf"{MARK} (\d+)\n(.*?)(?={MARK}|\Z)", out, re.S)
