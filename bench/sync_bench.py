@@ -127,16 +127,19 @@ SUMMARY_STEPS = re.compile(r"finished in ([\d.]+)s \(([^)]*)\):")
 # the fixed cost a person sees (issue 36), for the full sync at the first scale: its first
 # line, and its wall time less the "finished in" it reports, each at most this (seconds)
 FIXED_COST_LIMIT = 0.3
-SUMMARY_ROW = re.compile(r"^\s+(\w+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s*$")
+# a table's row of the sync's summary: before, added, updated, removed, now (and marked
+# deleted, in soft mode)
+SUMMARY_ROW = re.compile(r"^\s+(\w+)((?:\s+[\d,]+){5,6})\s*$")
 
 
 def tables_loaded(summary: str) -> dict[str, int]:
-    """The ``loaded`` column of the sync's closing summary, per table."""
+    """The rows the sync loaded per table (its summary's added + updated)."""
     tables: dict[str, int] = {}
     for line in summary.splitlines():
         match = SUMMARY_ROW.match(line)
         if match:
-            tables[match.group(1)] = int(match.group(2).replace(",", ""))
+            _, added, updated, *_ = (int(n.replace(",", "")) for n in match.group(2).split())
+            tables[match.group(1)] = added + updated
     if not tables:
         raise RuntimeError(f"no table summary in the sync's output:\n{summary[-2000:]}")
     return tables

@@ -216,9 +216,9 @@ def test_write_results_creates_the_file_when_missing(tmp_path: Path) -> None:
 def test_tables_loaded_reads_the_summary_and_refuses_an_output_without_one() -> None:
     summary = (
         "sync into DuckDB x finished in 1.0s: 3 requests (0 retried)\n"
-        "  table          loaded         removed         now\n"
-        "  followers       1,200               0       1,200\n"
-        "  followers__attributes  30           2          28\n"
+        "  table      before   added   updated   removed       now\n"
+        "  followers       0   1,200         0         0     1,200\n"
+        "  followers__attributes  0  24  6      2          28\n"
     )
     assert tables_loaded(summary) == {"followers": 1200, "followers__attributes": 30}
     try:

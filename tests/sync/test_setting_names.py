@@ -143,6 +143,7 @@ def test_check_lists_every_problem_at_once(live_sandbox: RunningSandbox, tmp_pat
     del env["SOURCES__FEEDBACK__API_KEY"]
     env["SOURCES__FEEDBACK__DELETE_MODE"] = "hardest"
     env["PUSH__SAMPLE_SISE"] = "3"
+    env["SOURCES__FEEDBACK__ALLOW_INSECURE_HTTP"] = "maybe"  # a spec field no dataclass holds
     done = _run(
         tmp_path,
         env,
@@ -160,7 +161,9 @@ def test_check_lists_every_problem_at_once(live_sandbox: RunningSandbox, tmp_pat
         "SOURCES__FEEDBACK__DELETE_MODE (delete_mode in [sources.feedback]) must be one of",
         "SOURCES__FEEDBACK__MAX_CONCURRENCY (max_concurrency in [sources.feedback]) must be",
         "SOURCES__FEEDBACK__TIMEOUT_SECONDS (timeout_seconds in [sources.feedback]) must be",
+        "SOURCES__FEEDBACK__ALLOW_INSECURE_HTTP (allow_insecure_http in [sources.feedback]) "
+        "must be true or false",
     ):
         assert problem in out, out
-    assert "6 problems:" in out
+    assert "7 problems:" in out
     assert not (tmp_path / "data").exists()

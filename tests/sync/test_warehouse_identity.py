@@ -159,6 +159,30 @@ def test_postgres_databases_and_datasets_are_told_apart(
     # the user is not part of the warehouse: another login to the same database is the same
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", "postgresql://v:x@db1:5432/scratch")
     assert Target(destination="postgres", pipelines_dir=tmp_path).working_root() in roots
+    # credentials field by field name the same server and database
+    monkeypatch.delenv("DESTINATION__POSTGRES__CREDENTIALS")
+    for field, value in (("HOST", "db3"), ("DATABASE", "warehouse"), ("USERNAME", "u")):
+        monkeypatch.setenv(f"DESTINATION__POSTGRES__CREDENTIALS__{field}", value)
+    fields = Target(destination="postgres", pipelines_dir=tmp_path)
+    assert fields.location() == "postgres://db3:5432/warehouse"
+    assert fields.working_root() not in roots
+
+
+def test_a_bucket_keeps_its_container_and_port_and_never_a_password(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    roots = set()
+    for url in (
+        "az://one@account.blob.core.windows.net/data",
+        "az://two@account.blob.core.windows.net/data",
+        "s3://bucket/data",
+        "s3://user:secret@minio:9000/data",
+    ):
+        monkeypatch.setenv("DESTINATION__FILESYSTEM__BUCKET_URL", url)
+        target = Target(destination="delta", pipelines_dir=tmp_path)
+        assert "secret" not in target.location() and "secret" not in str(target.working_root())
+        roots.add(target.working_root())
+    assert len(roots) == 4
 
 
 def test_the_lock_of_one_warehouse_leaves_another_free_and_names_its_own(
@@ -242,6 +266,8 @@ def test_the_first_run_after_the_upgrade_takes_over_its_own_folder(
             harness.sync(full=True, models=False)
     legacy = _as_earlier_version(harness)
     harness.mutate(seed=14, counts={"followers": {"create": 3}, "comments": {"create": 4}})
+    harness.target().pipeline()  # as status, report or check make it: they move nothing
+    assert legacy.exists()
     harness.mark_requests()
     result = harness.sync(models=False)
     assert not legacy.exists()

@@ -8,7 +8,6 @@ message that names the setting.
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import json
 import re
@@ -246,7 +245,6 @@ def _names(value: Any, name: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(FeedbackSettings))
 # stand-ins for a missing or malformed required setting while the others are checked
 _STAND_INS = {"base_url": "http://127.0.0.1/v1", "api_key": "stand-in"}
 
@@ -255,16 +253,21 @@ def settings_problems(**raw: Any) -> list[str]:
     """Every missing or malformed setting of ``raw`` at once (``validate`` stops at the
     first): each one found is replaced by its default, or a stand-in, and the rest checked
     again."""
+    from feedback_sync.api.config import FeedbackConfiguration
+
+    # every setting validate reads (the spec's fields: allow_insecure_http is one, though
+    # the checked settings keep no field of it)
+    fields = tuple(FeedbackConfiguration.get_resolvable_fields())
     problems: list[str] = []
     values = dict(raw)
-    for _ in range(len(_FIELDS) + 1):
+    for _ in range(len(fields) + 1):
         try:
             FeedbackSettings.validate(**values)
             return problems
         except ConfigError as exc:
             message = str(exc)
             problems.append(message)
-            named = [(message.find(describe(n)), n) for n in _FIELDS if describe(n) in message]
+            named = [(message.find(describe(n)), n) for n in fields if describe(n) in message]
             if not named:
                 return problems
             name = min(named)[1]

@@ -15,6 +15,7 @@ Order of a run:
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -370,6 +371,7 @@ _STEPS = {
     "extract": "fetch",
     "normalize": "load",
     "load": "load",
+    "loaded": "after",
     "reconcile": "after",
     "history": "after",
     "parquet": "after",
@@ -445,7 +447,7 @@ def _run_sync(
     )
     run_at = result.run_at = datetime.now(UTC)
     with _KeptOpen(target) as kept:
-        pipeline = target.pipeline()
+        pipeline = target.pipeline(take_over=True)  # the run lock is held
         owed, existing = _catch_up(target, pipeline, result, out, entities, settings.delete_mode)
         run = SyncRun(settings, full=full, transport=transport, warehouse_tables=existing)
         load_id = _extract(target, pipeline, run, selected, result, out)
@@ -558,7 +560,8 @@ def _catch_up(
         result.rows_before = _rows_now(target, pipeline)
     existing = warehouse_tables(pipeline, target.duckdb_file())
     if existing:
-        settle(pipeline)  # what an earlier run left owing, wherever it ran
+        # what an earlier run left owing, wherever it ran: rows that were there before
+        _add(result.rows_removed, settle(pipeline))
     return owed, existing
 
 
@@ -722,7 +725,7 @@ def _recover(pipeline: Pipeline, target: Target, result: SyncResult, out: Progre
     if existing is not None:
         owe(pipeline, existing)  # the pending package may append to new tables
     try:
-        normalized, recovered = _normalize_and_load(target, pipeline)
+        normalized, recovered = _normalize_and_load(target, pipeline, out)
         _add(result.rows_loaded, _data_rows(normalized))
     except LoadFailed as exc:
         out.say(f"sync: a package an earlier run left could not be loaded: {exc}")
@@ -768,7 +771,8 @@ def _normalize_and_load(
         # dlt intercepts Ctrl-C in its steps and stops at its next check; a signal that
         # comes after its last check it forgets when the step ends, and the run would go
         # on. Held here around both steps, it stops the run once the load is done.
-        with signals.intercepted_signals():
+        intercept = pipeline.runtime_config.intercept_signals  # dlt's own setting holds
+        with signals.intercepted_signals() if intercept else contextlib.nullcontext():
             if out is not None:
                 out.stage("normalize")
                 out.say("sync: normalizing ...")
@@ -777,6 +781,8 @@ def _normalize_and_load(
                 out.stage("load")
                 out.say("sync: loading ...")
             loaded = target.load(pipeline, first=first)
+            if out is not None:
+                out.stage("loaded")  # committed: a Ctrl-C from here on comes after the load
             signals.raise_if_signalled()
     except SignalReceivedException:
         raise  # the package stays as dlt left it: pending, or loaded

@@ -83,7 +83,14 @@ class Delta(Target):
         if "://" not in url:
             return f"file://{Path(url).resolve()}"
         parts = urlsplit(url)
-        return urlunsplit((parts.scheme, parts.hostname or "", parts.path.rstrip("/"), "", ""))
+        # the user part names the container on Azure (az://container@account): kept, with
+        # the port; a password never
+        host = parts.hostname or ""
+        if parts.username:
+            host = f"{parts.username}@{host}"
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
     def relation_uri(self, schema: str, name: str, *, mart: bool) -> str | None:
         if mart:  # the marts are tables of the local models file

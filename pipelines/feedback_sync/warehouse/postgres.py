@@ -68,8 +68,16 @@ class Postgres(SqlTarget):
         return dlt.destinations.postgres(credentials=credentials)
 
     def location(self) -> str:
-        """The server and database from dlt's configuration (nothing is opened)."""
+        """The server and database from dlt's configuration (nothing is opened): a
+        connection string, or the credentials field by field as dlt resolves them."""
         server = _postgres_server()
+        if server is None:
+            from feedback_sync.warehouse.postgres_credentials import resolve_credentials
+
+            credentials = resolve_credentials(self.pipeline_name)
+            if credentials is not None and credentials.host:
+                port = f":{credentials.port}" if credentials.port else ""
+                server = f"{credentials.host}{port}/{credentials.database or ''}"
         return f"postgres://{server}" if server else "postgres://"
 
     def privileges(self, client: Any) -> str:

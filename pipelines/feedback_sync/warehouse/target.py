@@ -316,8 +316,10 @@ class Target:
         """What ``dlt.pipeline`` is given as the destination."""
         return self.destination
 
-    def pipeline(self, progress: Any = None) -> Pipeline:
-        """The dlt pipeline for this target (created or attached)."""
+    def pipeline(self, progress: Any = None, *, take_over: bool = False) -> Pipeline:
+        """The dlt pipeline for this target (created or attached), in its own working
+        folder. ``take_over``: a sync holding the run lock may move an earlier version's
+        shared working folder in (``working_folder.take_over_legacy``)."""
         import dlt
 
         self.check_duckdb_name()
@@ -343,7 +345,6 @@ class Target:
 
         # this warehouse's own working folder: never another warehouse's cursors or packages
         root = working_folder.claim(self)
-        fresh = not (root / self.pipeline_name).exists()
 
         def made() -> Pipeline:
             return dlt.pipeline(
@@ -355,7 +356,7 @@ class Target:
             )
 
         pipeline = made()
-        if fresh and working_folder.take_over_legacy(self, pipeline):
+        if take_over and working_folder.take_over_legacy(self, pipeline):
             pipeline = made()
         return pipeline
 

@@ -18,13 +18,15 @@ pipelines folder (``~/.dlt/pipelines/feedback-sync``, ``/var/dlt/...`` as root).
 pipeline's name is what it always was, so dlt finds the state a warehouse holds under it.
 
 Earlier versions kept the working folder at ``<pipelines dir>/<pipeline name>``, one per
-kind of destination. A warehouse's first run with its own folder takes that folder over when it
-is provably this warehouse's: the newest package it loaded is a load this warehouse
-completed, its state is the one the warehouse committed last (two warehouses of one
-account can hold equal states, so the state alone proves nothing), no load package is
-pending in it, and no run of an older version holds it. Otherwise the new
-folder starts empty and dlt restores the state from the warehouse itself, as on a new
-machine; the old folder is left where it is for the warehouse it belongs to.
+kind of destination. A sync of a warehouse whose own folder holds nothing yet takes that
+folder over, under the warehouse's run lock, when it is provably this warehouse's: the
+newest package it loaded is a load this warehouse completed, its state is the one the
+warehouse committed last (two warehouses of one account can hold equal states, so the
+state alone proves nothing), and no load package is pending in it; all of that is checked
+while holding the old folder's own run lock, so no run of an older version is using it.
+Otherwise the new folder starts empty and dlt restores the state from the warehouse
+itself, as on a new machine; the old folder is left where it is for the warehouse it
+belongs to. Other commands (``status``, ``report``, ``check``) never move it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -122,56 +125,72 @@ def claim(target: Target) -> Path:
     """
     root = root_of(target)
     marker = root / MARKER
-    named = {
-        "identity": target.identity(),
-        "warehouse": target.describe(),
-        "location": target.location(),
-        "dataset": target.dataset,
-    }
+    identity = target.identity()
     try:
         found = json.loads(marker.read_text(encoding="utf-8"))
     except FileNotFoundError:
         found = None
     except (OSError, ValueError):
         found = {}  # unreadable: written again below
-    if isinstance(found, dict) and found.get("identity") not in (None, named["identity"]):
+    known = found.get("identity") if isinstance(found, dict) else None
+    if known is not None and known != identity:
         raise ConfigError(
             f"dlt's working folder {root} belongs to another warehouse "
             f"({found.get('warehouse', '?')}), not to {target.describe()}; "
             "move it back or remove it (the next run restores the state from the warehouse)"
         )
-    if found != named:
+    if known is None:  # written once: the same warehouse may be named another way later
+        named = {
+            "identity": identity,
+            "warehouse": target.describe(),
+            "location": target.location(),
+            "dataset": target.dataset,
+        }
         root.mkdir(parents=True, exist_ok=True)
-        partial = marker.with_name(f".{MARKER}.partial")
-        partial.write_text(json.dumps(named, indent=2) + "\n", encoding="utf-8")
+        fd, partial = tempfile.mkstemp(dir=root, prefix=f".{MARKER}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(named, indent=2) + "\n")
         os.replace(partial, marker)
     return root
 
 
 def take_over_legacy(target: Target, pipeline: Pipeline) -> bool:
-    """Moves the shared working folder of an earlier version into ``target``'s own, once,
-    where it is provably this warehouse's (the module's docstring); whether it did.
+    """Moves the shared working folder of an earlier version into ``target``'s own, where
+    it is provably this warehouse's (the module's docstring); whether it did.
 
-    ``pipeline`` is ``target``'s pipeline in its own folder, made just now: nothing is in
-    that folder yet, and it is replaced by the old one.
+    ``pipeline`` is ``target``'s pipeline in its own folder, which must hold nothing of
+    its own yet (``has_data``); the caller holds the warehouse's run lock.
     """
     base = target.pipelines_dir if target.pipelines_dir is not None else Path(_dlt_pipelines_dir())
     legacy = base / target.pipeline_name
-    local_hash = _state_hash(legacy)
-    newest = _newest_loaded(legacy)
-    if local_hash is None or newest is None or _has_pending(legacy):
-        return False
-    if target.committed_version_hash(pipeline) != local_hash:
-        return False
-    if not target.load_completed(pipeline, newest):
+    if pipeline.has_data or not (legacy / "state.json").is_file():
         return False
     mine = Path(pipeline.working_dir)
     with _held(base / f"{target.pipeline_name}.lock") as free:
+        # checked under the old folder's lock: no run of an earlier version changes it now
         if not free:
             log.info("the working folder %s is in use by an older run: not taken over", legacy)
             return False
-        shutil.rmtree(mine)
-        os.replace(legacy, mine)
+        local_hash = _state_hash(legacy)
+        newest = _newest_loaded(legacy)
+        if local_hash is None or newest is None or _has_pending(legacy):
+            return False
+        if target.committed_version_hash(pipeline) != local_hash:
+            return False
+        if not target.load_completed(pipeline, newest):
+            return False
+        aside = mine.with_name(f".{mine.name}.fresh")
+        shutil.rmtree(aside, ignore_errors=True)
+        if mine.exists():
+            os.replace(mine, aside)
+        try:
+            os.replace(legacy, mine)
+        except OSError as exc:  # another disk, say: the folder made just now stays
+            if aside.exists():
+                os.replace(aside, mine)
+            log.warning("could not take over dlt's working folder %s: %s", legacy, exc)
+            return False
+        shutil.rmtree(aside, ignore_errors=True)
     log.info("took over dlt's working folder %s for %s", legacy, target.describe())
     return True
 
