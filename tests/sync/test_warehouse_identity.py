@@ -181,6 +181,7 @@ def test_a_bucket_keeps_its_container_and_port_and_never_a_password(
         monkeypatch.setenv("DESTINATION__FILESYSTEM__BUCKET_URL", url)
         target = Target(destination="delta", pipelines_dir=tmp_path)
         assert "secret" not in target.location() and "secret" not in str(target.working_root())
+        assert "user" not in target.location()  # an S3 login is no part of where it is
         roots.add(target.working_root())
     assert len(roots) == 4
 

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from feedback_sync.warehouse.engines import Engine
 
 
+# fsspec's schemes for Azure storage, whose URL's user part is the container
+AZURE_SCHEMES = ("az", "abfs", "abfss", "adl")
+
+
 class Delta(Target):
     """Delta tables in a folder or a bucket."""
 
@@ -83,10 +87,10 @@ class Delta(Target):
         if "://" not in url:
             return f"file://{Path(url).resolve()}"
         parts = urlsplit(url)
-        # the user part names the container on Azure (az://container@account): kept, with
-        # the port; a password never
+        # on Azure the user part names the container (az://container@account): kept;
+        # elsewhere it is a login (s3://KEY:SECRET@bucket), never kept. The port is kept.
         host = parts.hostname or ""
-        if parts.username:
+        if parts.username and parts.scheme in AZURE_SCHEMES:
             host = f"{parts.username}@{host}"
         if parts.port:
             host = f"{host}:{parts.port}"
