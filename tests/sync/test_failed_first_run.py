@@ -38,6 +38,7 @@ def test_a_wrong_key_leaves_nothing(harness: Harness, tmp_path: Path, destinatio
     assert _left(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_an_unreachable_server_leaves_nothing(harness: Harness, tmp_path: Path) -> None:
     env = cli_env(harness.server, tmp_path, SOURCES__FEEDBACK__BASE_URL="http://127.0.0.1:9/v1")
     done = subprocess.run(

@@ -24,6 +24,7 @@ def _interrupt(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("Query interrupted")
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_load_is_not_forgotten(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -49,6 +50,7 @@ def test_ctrl_c_in_a_load_is_not_forgotten(
     harness.assert_equals_truth()
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_the_history_stops_the_run_not_just_the_step(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:

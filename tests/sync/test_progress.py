@@ -171,6 +171,7 @@ def test_done_out_of_total_and_the_time_left_once_it_can_be_told() -> None:
         assert progress.left(figures) == "  about 20m00s left"
 
 
+@pytest.mark.slow
 def test_a_first_run_says_it_reads_everything(harness: Harness) -> None:
     harness.sync(models=False)
     assert "sync: first run (nothing synced here yet: it reads everything) of" in (
