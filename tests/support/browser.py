@@ -79,8 +79,9 @@ def screenshot(html: Path, png: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``./run screenshot [HTML] [PNG]``: defaults data/report.html -> docs/images/report.png."""
-    html = Path(argv[0]) if argv else Path("data/report.html")
+    """``./run screenshot [HTML] [PNG]``: defaults to the demo's dashboard,
+    data/demo-report.html -> docs/images/report.png."""
+    html = Path(argv[0]) if argv else Path("data/demo-report.html")
     png = Path(argv[1]) if len(argv) > 1 else Path("docs/images/report.png")
     if not html.exists():
         print(f"screenshot: {html} does not exist: run ./run demo first", file=sys.stderr)
