@@ -211,3 +211,16 @@ class Unreachable(RetriesExhausted):
 class OutcomeUnknown(ApiError):
     """A write that is not idempotent failed in a way that may have come after the service
     acted on it (timeout, dropped connection, 5xx, unreadable answer); it was not resent."""
+
+
+def causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything it wraps: dlt's ``.exception``, causes and contexts."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        current = todo.pop()
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        todo += [getattr(current, "exception", None), current.__cause__, current.__context__]
+    return seen

@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 import httpx
 from feedback_sync.api.settings import FeedbackSettings
-from feedback_sync.app.sync import SyncResult, run_sync
+from feedback_sync.app.sync import SyncOptions, SyncResult, run_sync
 from feedback_sync.sandbox.server import RunningSandbox
 from feedback_sync.source.screening import REJECTED_TABLE
 from feedback_sync.warehouse.target import Target
@@ -433,8 +433,7 @@ class Harness:
         dlt_logger = logging.getLogger("dlt")
         dlt_logger.addHandler(caught)
         try:
-            return run_sync(
-                self.target(destination),
+            options = SyncOptions(
                 full=full,
                 resources=resources,
                 settings=self.settings(**overrides),
@@ -444,6 +443,7 @@ class Harness:
                 transport=transport,
                 models=models,
             )
+            return run_sync(self.target(destination), options)
         finally:
             dlt_logger.removeHandler(caught)
             self.dlt_warnings = caught.warnings

@@ -7,10 +7,10 @@ import json
 import shutil
 from typing import Any
 
-import feedback_sync.app.sync as sync_module
 import httpx
 import pytest
 from feedback_sync.warehouse import appends
+from feedback_sync.warehouse.journal import Journal
 
 from tests.sync.harness import Harness, Intercept
 
@@ -205,7 +205,7 @@ def test_a_first_run_dead_before_its_load_has_its_package_loaded_without_repeats
     def killed(*args: Any) -> None:
         raise RuntimeError("killed before the journal")
 
-    monkeypatch.setattr(sync_module._Journal, "write", killed)
+    monkeypatch.setattr(Journal, "write", killed)
     with pytest.raises(RuntimeError, match="killed before the journal"):
         harness.sync(full=True, models=False)
     monkeypatch.undo()

@@ -280,7 +280,7 @@ def test_a_machine_whose_state_is_behind_resumes_from_the_destinations(
     backup): a run from the folder whose state is behind takes the newer state the
     destination holds, and one whose state is current skips dlt's restore."""
     from dlt.pipeline.pipeline import Pipeline
-    from feedback_sync.app import sync as sync_module
+    from feedback_sync.app.sync import SyncOptions, run_sync
     from feedback_sync.warehouse.target import Target
 
     restores: list[str] = []
@@ -301,7 +301,7 @@ def test_a_machine_whose_state_is_behind_resumes_from_the_destinations(
     assert len(restores) == 0
 
     harness.mutate(11, {"followers": {"create": 4}})
-    elsewhere = sync_module.run_sync(there, settings=harness.settings(), out=io.StringIO())
+    elsewhere = run_sync(there, SyncOptions(settings=harness.settings(), out=io.StringIO()))
     assert elsewhere.rows_loaded.get("followers") == 4  # restored the cursor: only the new
     assert len(restores) == 1
 

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 from feedback_sync.app import cli
-from feedback_sync.app import sync as sync_module
-from feedback_sync.app.sync import interrupted_in
+from feedback_sync.app.interrupts import ctrl_c, interrupted_in
 from feedback_sync.errors import Interrupted
 
 from tests.support.cli import CLI, cli_env, said_lines
@@ -78,7 +77,7 @@ def test_ctrl_c_in_the_models_says_the_data_is_committed_and_what_builds_them(
 
 def test_a_ctrl_c_a_step_swallowed_is_seen_as_the_next_step_begins(harness: Harness) -> None:
     """A housekeeping step that keeps going after its own failure cannot hide a Ctrl-C."""
-    with sync_module._ctrl_c() as check:
+    with ctrl_c() as check:
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)  # raised where it lands ...
         with pytest.raises(KeyboardInterrupt):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from feedback_sync.app.sync import run_sync
+from feedback_sync.app.sync import SyncOptions, run_sync
 from feedback_sync.warehouse.target import Target
 
 from tests.sync.harness import Harness
@@ -33,14 +33,19 @@ def test_a_copied_project_folder_loads_into_its_own_warehouse(
     first, copy = tmp_path / "first", tmp_path / "copy"
     first.mkdir()
     monkeypatch.chdir(first)
-    run_sync(target, full=True, settings=harness.settings(), out=io.StringIO(), models=False)
+    run_sync(
+        target,
+        SyncOptions(full=True, settings=harness.settings(), out=io.StringIO(), models=False),
+    )
     shutil.copytree(first, copy)
     before = first / "data"
     files_before = sorted((p.relative_to(before), p.stat().st_mtime_ns) for p in before.rglob("*"))
 
     harness.mutate(seed=4, counts={"comments": {"create": 3}})
     monkeypatch.chdir(copy)
-    result = run_sync(target, settings=harness.settings(), out=io.StringIO(), models=False)
+    result = run_sync(
+        target, SyncOptions(settings=harness.settings(), out=io.StringIO(), models=False)
+    )
 
     assert result.table_rows.get("comments", 0) >= 3
     # the first folder was not touched; the copy holds the new load

@@ -433,13 +433,13 @@ def test_a_first_package_left_pending_then_refused_leaves_no_rows_behind(
     """A first run dies before its load; the next run loads that package first, and the
     followers copy fails for good after the other tables landed: the recovered package is
     aborted, its rows are deleted from the tables it appended to, and the run goes on."""
-    import feedback_sync.app.sync as sync_module
+    from feedback_sync.warehouse.journal import Journal
 
     def killed(*args: Any) -> None:
         raise RuntimeError("killed before the load")
 
     with monkeypatch.context() as patch:
-        patch.setattr(sync_module._Journal, "write", killed)
+        patch.setattr(Journal, "write", killed)
         with pytest.raises(RuntimeError, match="killed before the load"):
             harness.sync(full=True, models=False)
     assert harness.target().pipeline().has_pending_data

@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from feedback_sync.app.sync import SyncResult, run_sync
+from feedback_sync.app.sync import SyncOptions, SyncResult, run_sync
 from feedback_sync.errors import WarehouseBusy
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
@@ -63,7 +63,10 @@ def _sync_in(
         settings = harness.settings()
         if server is not None:
             settings = harness.settings(base_url=server.base_url, api_key=server.api_key)
-        return run_sync(Target(), full=full, settings=settings, out=io.StringIO(), models=False)
+        return run_sync(
+            Target(),
+            SyncOptions(full=full, settings=settings, out=io.StringIO(), models=False),
+        )
     finally:
         os.chdir(here)
 
@@ -292,9 +295,10 @@ def test_the_first_run_after_the_upgrade_leaves_another_warehouses_folder(
     theirs = Target(duckdb_path=tmp_path / "theirs.duckdb", pipelines_dir=tmp_path / "pipelines")
 
     def sync(target: Target, *, full: bool = False) -> SyncResult:
-        return run_sync(
-            target, full=full, settings=harness.settings(), out=io.StringIO(), models=False
+        options = SyncOptions(
+            full=full, settings=harness.settings(), out=io.StringIO(), models=False
         )
+        return run_sync(target, options)
 
     sync(mine, full=True)
     sync(theirs, full=True)

@@ -137,9 +137,11 @@ def _history(settings: Any, target: Target) -> tuple[None, str]:
     """Which histories a sync here keeps; an ``on`` setting where none is kept is refused."""
     from feedback_sync.warehouse.history import ENTITIES, chosen
 
-    kept = chosen(settings.history_choices(), target.history_dialect, target.describe())
+    kept = chosen(settings.history_choices(), target.history_sql is not None, target.describe())
     if not kept:
-        where = "set to false" if target.history_dialect else f"{target.describe()} keeps none"
+        where = (
+            "set to false" if target.history_sql is not None else f"{target.describe()} keeps none"
+        )
         return None, f"no history kept ({where})"
     return None, "kept for " + ", ".join(f"{n} ({ENTITIES[n].table})" for n in kept)
 

@@ -345,11 +345,10 @@ def _run_sync(args: argparse.Namespace) -> int:
 
         # the HTTP helper starts beside the imports (api/http_helper.py)
         prestart(os.environ.get(env_name("http_process"), "auto"))
-        from feedback_sync.app.sync import run_sync
+        from feedback_sync.app.sync import SyncOptions, run_sync
 
     try:
-        result = run_sync(
-            target,
+        options = SyncOptions(
             full=args.full,
             resources=resources,
             progress_every=args.progress_every,
@@ -359,6 +358,7 @@ def _run_sync(args: argparse.Namespace) -> int:
             lock_wait=lock_wait,
             started=started,
         )
+        result = run_sync(target, options)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     failure = result.models_error or result.history_error

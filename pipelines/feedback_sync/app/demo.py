@@ -19,7 +19,7 @@ import httpx
 
 from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.app import report
-from feedback_sync.app.sync import SyncResult, run_sync
+from feedback_sync.app.sync import SyncOptions, SyncResult, run_sync
 from feedback_sync.package_data import package_path
 from feedback_sync.push.run import PushResult, run_push
 from feedback_sync.push.settings import PushSettings
@@ -78,7 +78,7 @@ def run(scale: str = "demo", seed: int = 1) -> int:
         target = _target()
 
         print("\n== 1. full sync ==", flush=True)
-        first = run_sync(target, full=True, settings=settings)
+        first = run_sync(target, SyncOptions(full=True, settings=settings))
         print(first.summary())
 
         print("\n== 2. the service changes: 1% of every resource (seeded) ==", flush=True)
@@ -91,7 +91,7 @@ def run(scale: str = "demo", seed: int = 1) -> int:
             )
 
         print("\n== 3. normal sync ==", flush=True)
-        second = run_sync(target, settings=settings)
+        second = run_sync(target, SyncOptions(settings=settings))
         print(second.summary())
 
         print("\n== 4. push back the curated rows of examples/curated/ ==", flush=True)
@@ -127,7 +127,7 @@ def run(scale: str = "demo", seed: int = 1) -> int:
 
         # a full sync: a normal one reads only new followers, not changes to older ones
         print("\n== 5. full sync: the pushed values come back ==", flush=True)
-        third = run_sync(target, full=True, settings=settings)
+        third = run_sync(target, SyncOptions(full=True, settings=settings))
         print(third.summary().splitlines()[0])
         print(_pushed(target))
 

@@ -10,7 +10,6 @@ is recognised here by its class or, where it has no class of its own, by its wor
 from __future__ import annotations
 
 import errno
-import re
 
 from feedback_sync.errors import (
     ConfigError,
@@ -18,6 +17,7 @@ from feedback_sync.errors import (
     Interrupted,
     LoadFailed,
     WarehouseBusy,
+    causes,
 )
 
 LOCKED = "Could not set lock on file"
@@ -28,23 +28,8 @@ WRONG_PASSWORD = "password authentication failed"
 # a destination server that refused the credentials (libpq's words): configuration, exit 2
 REFUSED_LOGIN = (WRONG_PASSWORD, NO_PASSWORD, "does not exist")
 NO_SPACE = "No space left on device"  # strerror(ENOSPC), as DuckDB and the OS word it
-# where a warehouse names the column it could not convert a value into
-_SOURCE_COLUMN = re.compile(r'source column "?([^"\s]+)"?')
 # Prefect's words for a global concurrency limit that does not exist (it has no class)
 _LIMIT_MISSING = "must be created"
-
-
-def causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and everything it wraps: dlt's ``.exception``, causes and contexts."""
-    seen: list[BaseException] = []
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        current = todo.pop()
-        if current is None or any(current is s for s in seen):
-            continue
-        seen.append(current)
-        todo += [getattr(current, "exception", None), current.__cause__, current.__context__]
-    return seen
 
 
 # DuckDB's words when SIGINT interrupts a statement (duckdb 2.0 raises a bare RuntimeError)
@@ -218,29 +203,6 @@ def is_transient(exc: BaseException) -> bool:
         if isinstance(error, DestinationTransientException) or LOCKED in str(error):
             return True
     return False
-
-
-def terminal_job_failure(exc: BaseException) -> str | None:
-    """One line for a load job that failed for good, or None for any other failure."""
-    from dlt.load.exceptions import LoadClientJobFailed
-
-    for error in causes(exc):
-        if isinstance(error, LoadClientJobFailed):
-            table = str(error.job_id).split(".", 1)[0]
-            # the destination's own message; dlt's failed_message is a whole traceback
-            own = str(error.client_exception or "").strip()
-            told = own or str(error.failed_message)
-            lines = [line.strip() for line in told.splitlines() if line.strip()]
-            lines = lines or ["no reason given"]
-            reason = lines[0] if own else lines[-1]
-            column = _SOURCE_COLUMN.search(reason)
-            where = f"table {table}" + (f", column {column.group(1)}" if column else "")
-            return (
-                f"the warehouse refused the load of {where}: {reason}. The run's load package "
-                "was aborted: its state was not committed, so the next run reads its rows "
-                "again"
-            )
-    return None
 
 
 def limit_missing(exc: BaseException) -> bool:

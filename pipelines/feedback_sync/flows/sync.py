@@ -39,7 +39,7 @@ from prefect.tasks import Task
 from feedback_sync.api.settings import load_settings
 from feedback_sync.app.failures import explain, is_transient
 from feedback_sync.app.settings_files import check_settings_files
-from feedback_sync.app.sync import SyncResult, run_sync
+from feedback_sync.app.sync import SyncOptions, SyncResult, run_sync
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import ChecksFailed, ConfigError, WriterSlotMissing
 from feedback_sync.flows import artifacts, lineage
@@ -93,14 +93,14 @@ def sync(target: Target, full: bool, resources: list[str] | None) -> SyncResult:
     settings = load_settings(api_key=key)
     stream = RunLogStream(logger)
     with forwarded(logger):
-        result = run_sync(
-            target,
+        options = SyncOptions(
             full=full,
             resources=resources,
             settings=settings,
             out=cast(IO[str], stream),
             models=False,
         )
+        result = run_sync(target, options)
     stream.flush()
     for line in result.summary().splitlines():
         logger.info(line)

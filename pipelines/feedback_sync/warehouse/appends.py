@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from dlt.common.destination.exceptions import DestinationUndefinedEntity
@@ -60,13 +59,13 @@ def appends_new_tables(pipeline: Pipeline) -> bool:
     return pipeline.destination.destination_name in ROW_IDS
 
 
-def warehouse_tables(pipeline: Pipeline, duckdb_file: Path | None) -> frozenset[str] | None:
+def warehouse_tables(pipeline: Pipeline, exists: bool | None) -> frozenset[str] | None:
     """The tables the warehouse has (``SyncRun.warehouse_tables``): a table it does not have
-    yet is appended to, not merged; None where tables are always merged. ``duckdb_file``:
-    the target's DuckDB file, not asked (nor created) when it does not exist yet."""
+    yet is appended to, not merged; None where tables are always merged. ``exists``: the
+    target's ``exists()``; a warehouse not made yet is not asked (nor created)."""
     if not appends_new_tables(pipeline):
         return None
-    if duckdb_file is not None and not duckdb_file.exists():
+    if exists is False:
         return frozenset()
     try:
         with connected(pipeline) as client:

@@ -12,6 +12,7 @@ import binascii
 import contextlib
 import functools
 import json
+import logging
 import os
 import zlib
 from collections.abc import Iterator
@@ -21,14 +22,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from feedback_sync.errors import ConfigError, ModelError
 from feedback_sync.source.resources import SOURCE_NAME
 from feedback_sync.warehouse.base import completed_loads_sql, newest_state_sql
+from feedback_sync.warehouse.history_sql import HistorySql
 from feedback_sync.warehouse.sql import SqlTarget
 from feedback_sync.warehouse.target import (
     DEFAULT_DUCKDB_PATH,
     PIPELINE_NAME,
     Committed,
+    KeptOpen,
     dlt_settings_mention,
     duckdb_memory_limit,
 )
+
+log = logging.getLogger("feedback_sync")
 
 # the catalog name a models DuckDB file is attached under (``open_models_file``): not a
 # plain identifier, so never a schema's name (the product's schemas, or a --dataset)
@@ -44,11 +49,37 @@ if TYPE_CHECKING:
     from feedback_sync.warehouse.engines import Engine
 
 
+class DuckDbHistorySql(HistorySql):
+    """The history step's SQL on DuckDB."""
+
+    text_type = "VARCHAR"
+    json_type = "JSON"
+    timestamp_type = "TIMESTAMP WITH TIME ZONE"
+    boolean_type = "BOOLEAN"
+    # the temporary table (the connection's own catalog ``temp``) an entity's current state
+    # is staged in while it is compared, dropped after
+    staged = 'temp.main."history_current"'
+
+    def json_list(self, value: str, order: str) -> str:
+        return f"to_json(list({value} order by {order}))"
+
+    def stage(self, query: str) -> str:
+        """The rows are computed once, into a temporary table, that the update, the
+        closing and the insert read: the companies' window over every follower's copy, run
+        inside each of those statements, held more memory at the normal sync's peak at
+        ``large`` (319-323 MB against 307 MB staged, at the 256MB limit)."""
+        self.client.execute_sql(f"create temporary table {self.staged} as {query}")
+        return f"select * from {self.staged}"
+
+    def unstage(self) -> None:
+        self.client.execute_sql(f"drop table {self.staged}")
+
+
 class DuckDb(SqlTarget):
     """One DuckDB file; dlt loads Parquet files into it."""
 
     builds_models: ClassVar[bool] = True
-    history_dialect: ClassVar[str | None] = "duckdb"
+    history_sql: ClassVar[type[HistorySql] | None] = DuckDbHistorySql
     reads_curated_files: ClassVar[bool] = True
     # parquet load files are 20-60x faster into DuckDB than insert statements
     loader_file_format: ClassVar[str | None] = "parquet"
@@ -72,6 +103,12 @@ class DuckDb(SqlTarget):
 
     def describe(self) -> str:
         return f"DuckDB {self.duckdb_file()} (dataset {self.dataset})"
+
+    def exists(self) -> bool | None:
+        return self._file().exists()
+
+    def _kept_open(self) -> KeptOpen:
+        return KeptFileOpen(self._file())
 
     def location(self) -> str:
         return f"duckdb://{self._file().resolve()}"
@@ -280,6 +317,38 @@ def open_models_file(path: Path, *, read_only: bool = False) -> duckdb_module.Du
             con.close()
         raise ModelError(f"cannot open {path}: {exc}") from None
     return con
+
+
+class KeptFileOpen(KeptOpen):
+    """Keeps the DuckDB file open while a sync's steps run, so each step's connection
+    (dlt's sql clients, each load job) joins the open database instead of opening the file
+    again and closing it after (a checkpoint each time): about 20 ms each, a dozen times a
+    run with nothing to do and once per load job (two per table) in a full sync. Closed
+    before the models, which open it with their own settings."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.con: duckdb_module.DuckDBPyConnection | None = None
+
+    def hold(self, *, create: bool = False) -> None:
+        if self.con is not None:
+            return
+        if not self.path.exists() and not (create and self.path.parent.is_dir()):
+            return
+        import duckdb
+
+        # dlt's own connect (DuckDbConnectionPool.borrow_conn): the same absolute path and no
+        # settings, so DuckDB hands dlt's connections this same database
+        self.con = duckdb.connect(str(self.path.absolute()))
+
+    def release_memory(self) -> None:
+        if self.con is not None and not release_memory(self.con, duckdb_memory_limit()):
+            log.debug("DuckDB kept what it cached (another limit, or nothing evictable)")
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
 
 
 def release_memory(con: duckdb_module.DuckDBPyConnection, limit: str) -> bool:

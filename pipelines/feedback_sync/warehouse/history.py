@@ -38,7 +38,7 @@ that appear later (a new custom field of a company) become new columns of the hi
 table.
 
 DuckDB (and the Parquet target's working DuckDB file) and PostgreSQL run it; Delta tables
-and other dlt destinations keep no history (``Target.history_dialect``).
+and other dlt destinations keep no history (``Target.history_sql``).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from feedback_sync.warehouse.base import (
     create_internal_schema,
     internal_table,
 )
+from feedback_sync.warehouse.history_sql import Columns, HistorySql
 
 HISTORY_SETTINGS = {
     "ideas": "history_ideas",
@@ -116,14 +117,11 @@ _LOAD_ID = re.compile(r"[0-9]{1,20}(\.[0-9]{1,20})?")
 # the newest of its copies, and a read that removed followers or copies (a full one) can
 # move it without loading any row of the company
 COMPARE_ALL = frozenset({"companies"})
-# on DuckDB, the temporary table (the connection's own catalog ``temp``) an entity's
-# current state is staged in while it is compared, dropped after (``_Sql.stage``)
-STAGED = 'temp.main."history_current"'
 
 
-def chosen(choices: dict[str, bool | None], dialect: str | None, where: str) -> tuple[str, ...]:
+def chosen(choices: dict[str, bool | None], keeps: bool, where: str) -> tuple[str, ...]:
     """The entities whose history this run keeps: each setting's choice (None: on for
-    ideas and companies), on a warehouse that keeps history (``dialect``).
+    ideas and companies), on a warehouse that keeps history (``keeps``).
 
     Raises:
         ConfigError: a history setting is on where the warehouse (``where``) keeps none.
@@ -133,7 +131,7 @@ def chosen(choices: dict[str, bool | None], dialect: str | None, where: str) -> 
     kept = []
     for name, setting in HISTORY_SETTINGS.items():
         choice = choices.get(name)
-        if dialect is None:
+        if not keeps:
             if choice:
                 raise ConfigError(
                     f"{describe(setting)} is on, but {where} keeps no history (DuckDB, Parquet "
@@ -154,93 +152,8 @@ class Recorded:
     rows: int = 0  # the table's versions afterwards
 
 
-Columns = dict[str, str]  # column -> its SQL type, as the warehouse names it
-
-
-class _Sql:
-    """The SQL of one warehouse: quoting, types, and the two spellings that differ."""
-
-    def __init__(self, client: Any, dialect: str) -> None:
-        self.client = client
-        self.dialect = dialect
-
-    def table(self, name: str) -> str:
-        return str(self.client.make_qualified_table_name(name))
-
-    def col(self, name: str) -> str:
-        return str(self.client.escape_column_name(name))
-
-    def columns(self, table: str) -> Columns:
-        rows = self.client.execute_sql(
-            "select column_name, data_type from information_schema.columns "
-            "where table_schema = %s and table_name = %s order by ordinal_position",
-            self.client.dataset_name,
-            table,
-        )
-        return {str(name): str(kind) for name, kind in rows or ()}
-
-    @property
-    def json_type(self) -> str:
-        # PostgreSQL's json, as dlt's JSON columns there (jsonb is what the PostgreSQL
-        # target reads as a table an earlier version made, and COPY cannot write)
-        return "JSON" if self.dialect == "duckdb" else "json"
-
-    def is_json(self, kind: str) -> bool:
-        return kind.lower() in ("json", "jsonb")
-
-    def differs(self, name: str, kind: str) -> str:
-        """``h.<name>`` and ``c.<name>`` differ (PostgreSQL's json has no equality: it is
-        compared as jsonb, so keys in another order are the same value)."""
-        column = self.col(name)
-        if self.dialect == "postgres" and self.is_json(kind):
-            return f"h.{column}::jsonb is distinct from c.{column}::jsonb"
-        return f"h.{column} is distinct from c.{column}"
-
-    @property
-    def timestamp_type(self) -> str:
-        return (
-            "TIMESTAMP WITH TIME ZONE" if self.dialect == "duckdb" else "timestamp with time zone"
-        )
-
-    @property
-    def boolean_type(self) -> str:
-        return "BOOLEAN" if self.dialect == "duckdb" else "boolean"
-
-    def json_list(self, value: str, order: str) -> str:
-        """An aggregate: the group's ``value``s as a JSON array, in ``order``."""
-        if self.dialect == "duckdb":
-            return f"to_json(list({value} order by {order}))"
-        return f"json_agg({value} order by {order})"
-
-    def empty_json_list(self) -> str:
-        return f"cast('[]' as {self.json_type})"
-
-    def typed_null(self, kind: str) -> str:
-        return f"cast(null as {kind})"
-
-    def stage(self, query: str) -> str:
-        """A query of ``query``'s rows for the statements that compare them.
-
-        On DuckDB the rows are computed once, into a temporary table (``STAGED``; dropped
-        by ``unstage``), that the update, the closing and the insert read: the companies'
-        window over every follower's copy, run inside each of those statements, held more
-        memory at the normal sync's peak at ``large`` (319-323 MB against 307 MB staged, at
-        the 256MB limit). On PostgreSQL the query itself: its planner keeps statistics for
-        the tables it joins, none for a new temporary one, and a temporary table would ask
-        for the TEMPORARY privilege the target does not otherwise need.
-        """
-        if self.dialect != "duckdb":
-            return query
-        self.client.execute_sql(f"create temporary table {STAGED} as {query}")
-        return f"select * from {STAGED}"
-
-    def unstage(self) -> None:
-        if self.dialect == "duckdb":
-            self.client.execute_sql(f"drop table {STAGED}")
-
-
 def _stamp_and_where(
-    sql: _Sql, alias: str, columns: Columns, soft: bool, key: str = "idx"
+    sql: HistorySql, alias: str, columns: Columns, soft: bool, key: str = "idx"
 ) -> tuple[str, str]:
     """The row's ``updated_at`` (a typed NULL where it has none) and the filter of the rows
     that count: a key, and in soft mode not marked deleted."""
@@ -267,14 +180,14 @@ class _Current:
     keys: str
 
 
-def _ideas(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
+def _ideas(sql: HistorySql, soft: bool, since: str | None) -> _Current | None:
     ideas = sql.columns("ideas")
     if "idx" not in ideas:
         return None
     fields: Columns = {}
     picks = []
     for name in ("name", "status_idx"):
-        kind = ideas.get(name, "VARCHAR" if sql.dialect == "duckdb" else "text")
+        kind = ideas.get(name, sql.text_type)
         fields[name] = kind
         picks.append(f"i.{sql.col(name)}" if name in ideas else sql.typed_null(kind))
     changed = _since(sql, "ideas", "idx", since)
@@ -305,7 +218,7 @@ def _ideas(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
     return _Current(query, fields, ideas["idx"], keys)
 
 
-def _companies(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
+def _companies(sql: HistorySql, soft: bool, since: str | None) -> _Current | None:
     copies = sql.columns("followers__companies")
     followers = sql.columns("followers")
     if not {"id", "follower_idx"} <= set(copies) or "idx" not in followers:
@@ -346,7 +259,7 @@ def _companies(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
     return _Current(query, fields, copies["id"], keys)
 
 
-def _announcements(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
+def _announcements(sql: HistorySql, soft: bool, since: str | None) -> _Current | None:
     posts = sql.columns("announcements")
     if "idx" not in posts:
         return None
@@ -370,7 +283,7 @@ def _announcements(sql: _Sql, soft: bool, since: str | None) -> _Current | None:
     return _Current(query, fields, posts["idx"], keys)
 
 
-def _since(sql: _Sql, table: str, key: str, since: str | None) -> str | None:
+def _since(sql: HistorySql, table: str, key: str, since: str | None) -> str | None:
     """A query of the ``key`` values of ``table``'s rows loaded after ``since`` (a load
     id), or None to compare every row."""
     if since is None:
@@ -380,7 +293,7 @@ def _since(sql: _Sql, table: str, key: str, since: str | None) -> str | None:
     )
 
 
-_CURRENT: dict[str, Callable[[_Sql, bool, str | None], _Current | None]] = {
+_CURRENT: dict[str, Callable[[HistorySql, bool, str | None], _Current | None]] = {
     "ideas": _ideas,
     "companies": _companies,
     "announcements": _announcements,
@@ -389,7 +302,7 @@ _CURRENT: dict[str, Callable[[_Sql, bool, str | None], _Current | None]] = {
 
 def record(
     pipeline: Any,
-    dialect: str,
+    dialect: type[HistorySql],
     entities: Iterable[str],
     complete: Iterable[str],
     run_at: datetime,
@@ -404,7 +317,7 @@ def record(
     done = set(complete)
     recorded: dict[str, Recorded] = {}
     with connected(pipeline) as client:
-        sql = _Sql(client, dialect)
+        sql = dialect(client)
         compared = _Compared(pipeline, sql)
         with client.begin_transaction():
             newest = compared.newest_load()
@@ -440,7 +353,7 @@ class _Compared:
     synced the same dataset from elsewhere, can commit a lower one later): then fewer loads
     lie at or below the recorded id than were counted, and every row is compared."""
 
-    def __init__(self, pipeline: Any, sql: _Sql) -> None:
+    def __init__(self, pipeline: Any, sql: HistorySql) -> None:
         self.pipeline = pipeline
         self.sql = sql
         self.client = sql.client
@@ -525,11 +438,11 @@ def forget_compared(pipeline: Any, client: Any, table: str) -> None:
         )
 
 
-def _checked(sql: _Sql, tables: list[str], run_at: datetime) -> None:
+def _checked(sql: HistorySql, tables: list[str], run_at: datetime) -> None:
     """Notes that ``tables`` were compared with the service in ``run_at``'s month."""
     checks = sql.table(CHECKS_TABLE)
     name, month = sql.col("table_name"), sql.col("checked_month")
-    text = "VARCHAR" if sql.dialect == "duckdb" else "text"
+    text = sql.text_type
     sql.client.execute_sql(
         f"create table if not exists {checks} ({name} {text} not null, {month} date not null)"
     )
@@ -550,7 +463,7 @@ def _checked(sql: _Sql, tables: list[str], run_at: datetime) -> None:
 
 
 def _record_one(
-    sql: _Sql,
+    sql: HistorySql,
     entity: Entity,
     current: _Current,
     existing: Columns,
@@ -628,7 +541,7 @@ def _record_one(
     return Recorded(opened=opened, closed=before[1] + opened - after[1], rows=after[0])
 
 
-def _counts(sql: _Sql, history: str) -> tuple[int, int]:
+def _counts(sql: HistorySql, history: str) -> tuple[int, int]:
     """(versions, current versions) of a history table."""
     is_current = sql.col("is_current")
     rows = sql.client.execute_sql(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from feedback_sync.extras import require
 from feedback_sync.warehouse.base import connected
+from feedback_sync.warehouse.history_sql import HistorySql
 from feedback_sync.warehouse.sql import SqlTarget
 
 log = logging.getLogger("feedback_sync")
@@ -20,11 +21,36 @@ if TYPE_CHECKING:
     from feedback_sync.warehouse.engines import Engine
 
 
+class PostgresHistorySql(HistorySql):
+    """The history step's SQL on PostgreSQL. Its current state is compared as a query, not
+    staged: its planner keeps statistics for the tables it joins, none for a new temporary
+    one, and a temporary table would ask for the TEMPORARY privilege the target does not
+    otherwise need."""
+
+    text_type = "text"
+    # json, as dlt's JSON columns there (jsonb is what the PostgreSQL target reads as a
+    # table an earlier version made, and COPY cannot write)
+    json_type = "json"
+    timestamp_type = "timestamp with time zone"
+    boolean_type = "boolean"
+
+    def differs(self, name: str, kind: str) -> str:
+        """json has no equality: it is compared as jsonb, so keys in another order are the
+        same value."""
+        if not self.is_json(kind):
+            return super().differs(name, kind)
+        column = self.col(name)
+        return f"h.{column}::jsonb is distinct from c.{column}::jsonb"
+
+    def json_list(self, value: str, order: str) -> str:
+        return f"json_agg({value} order by {order})"
+
+
 class Postgres(SqlTarget):
     """A PostgreSQL database, loaded through ``COPY`` (binary) by the ADBC driver."""
 
     builds_models: ClassVar[bool] = True
-    history_dialect: ClassVar[str | None] = "postgres"
+    history_sql: ClassVar[type[HistorySql] | None] = PostgresHistorySql
     # Parquet files, copied in by dlt's ADBC job: binary COPY keeps every value as sent (an
     # empty string stays one, NULL stays NULL: tests/postgres/test_sync_postgres.py), and
     # loads several times faster than insert statements (bench/RESULTS-warehouses.md).

@@ -29,7 +29,7 @@ import contextlib
 import importlib
 import json
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # dlt is imported where it is used: `feedback-sync status` ru
     from dlt.pipeline.pipeline import Pipeline
 
     from feedback_sync.warehouse.engines import Engine
+    from feedback_sync.warehouse.history_sql import HistorySql
 
 DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
 DEFAULT_PARQUET_DIR = Path("data/parquet")
@@ -137,6 +138,20 @@ def duckdb_memory_limit() -> str:
     return os.environ.get("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", DUCKDB_MEMORY_LIMIT)
 
 
+class KeptOpen:
+    """What a sync keeps open across its steps (``Target.kept_open``); here, nothing."""
+
+    def hold(self, *, create: bool = False) -> None:
+        """Opens what is kept open, if it is not yet (``create``: even where the warehouse
+        does not exist yet, right before the load that makes it)."""
+
+    def release_memory(self) -> None:
+        """Gives back what the warehouse cached for the step before."""
+
+    def close(self) -> None:
+        """Closes what ``hold`` opened."""
+
+
 @dataclass
 class Committed:
     """What the destination holds: the newest committed state and the tables' rows."""
@@ -169,8 +184,8 @@ class Target:
     table_format: ClassVar[Any] = None
     # the step a run spends on ``publish`` (its summary's name for it), None if it has none
     publish_step: ClassVar[str | None] = None
-    # the SQL the history step speaks here (``history.py``); None: no history is kept here
-    history_dialect: ClassVar[str | None] = None
+    # the SQL the history step speaks here (``history_sql.py``); None: no history is kept
+    history_sql: ClassVar[type[HistorySql] | None] = None
     # how many load jobs dlt runs at once into tables the warehouse holds, whose merges read
     # them (None: dlt's ``[load] workers``, 20 by default); a first load, which only
     # appends, runs as many as dlt's setting says
@@ -225,6 +240,25 @@ class Target:
         name, None where there is none or it cannot be read cheaply (then an earlier
         version's working folder is never taken over: dlt restores instead)."""
         return None
+
+    def exists(self) -> bool | None:
+        """Whether the warehouse has been made: False where a first run would make it (a
+        file not there yet, which dlt would create merely to look in it); None where that is
+        not known without asking the destination."""
+        return None
+
+    @contextlib.contextmanager
+    def kept_open(self) -> Iterator[KeptOpen]:
+        """What a sync keeps open while its steps run (``KeptOpen``), closed at the end."""
+        kept = self._kept_open()
+        kept.hold()
+        try:
+            yield kept
+        finally:
+            kept.close()
+
+    def _kept_open(self) -> KeptOpen:
+        return KeptOpen()
 
     def duckdb_file(self) -> Path | None:
         """The DuckDB file dlt loads into, if any (its lock and its keep-open are the
@@ -423,14 +457,14 @@ class Target:
         mode: str,
     ) -> dict[str, Any]:
         """Brings the history tables of ``entities`` up to the loaded state (``history.py``):
-        ``history.Recorded`` per history table. Only where ``history_dialect`` is set."""
+        ``history.Recorded`` per history table. Only where ``history_sql`` is set."""
         if not entities:
             return {}
         from feedback_sync.warehouse import history
 
-        assert self.history_dialect is not None, "history.chosen keeps none here"
+        assert self.history_sql is not None, "history.chosen keeps none here"
         return history.record(
-            pipeline, self.history_dialect, entities, complete, run_at, soft=mode == "soft"
+            pipeline, self.history_sql, entities, complete, run_at, soft=mode == "soft"
         )
 
     def table_counts(self, pipeline: Pipeline) -> dict[str, int]:
