@@ -68,8 +68,6 @@ PENDING: dict[str, set[str]] = {
         "app/sync.py:_run_sync",
         "app/sync.py:replay",
         "app/sync.py:run_sync",
-        "models/project.py:_tests",
-        "models/project.py:build",
         "push/journal.py:adopt",
         "push/journal.py:confirm",
         "push/journal.py:pending",
