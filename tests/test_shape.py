@@ -30,7 +30,6 @@ PENDING: dict[str, set[str]] = {
         "api/settings.py:validate",
         "app/cli.py:_sandbox_parser",
         "app/demo.py:run",
-        "app/failures.py:explain",
         "app/report.py:render",
         "flows/sync.py:feedback_sync",
         "push/kinds/followers.py:records",
