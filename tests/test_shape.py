@@ -29,7 +29,6 @@ PENDING: dict[str, set[str]] = {
         "api/client.py:_call",
         "api/settings.py:validate",
         "app/cli.py:_sandbox_parser",
-        "app/report.py:render",
         "flows/sync.py:feedback_sync",
         "push/kinds/followers.py:records",
         "push/run.py:_execute",
