@@ -15,15 +15,9 @@ from typing import Any
 import duckdb
 import pytest
 from feedback_sync.app.cli import main
-from feedback_sync.app.report import (
-    Freshness,
-    _clipped,
-    _columns,
-    _stays_line,
-    _window,
-    render,
-    write,
-)
+from feedback_sync.app.report import Freshness, render, write
+from feedback_sync.app.report.charts import _clipped, month_columns
+from feedback_sync.app.report.page import _stays_line, _window
 from feedback_sync.errors import ModelError
 from feedback_sync.models.project import build
 from feedback_sync.warehouse.duckdb import open_duckdb_models
@@ -366,7 +360,7 @@ def test_the_cadence_keeps_months_without_posts_and_marks_the_partial_one() -> N
     assert shown[0] == date(2025, 1, 1) and shown[-1] == date(2025, 11, 1) and len(shown) == 11
     assert _window(months, None, 24)[-1] == date(2025, 9, 1)
     assert len(_window(months, date(2027, 1, 1), 24)) == 24
-    svg = _columns(
+    svg = month_columns(
         [
             (m, {date(2025, 1, 1): 2, date(2025, 9, 1): 1, shown[-1]: 3}.get(m, 0), "")
             for m in shown

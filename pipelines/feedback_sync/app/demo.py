@@ -68,6 +68,7 @@ def _changes_table(first: SyncResult, second: SyncResult) -> str:
 
 
 def run(scale: str = "demo", seed: int = 1) -> int:
+    """Runs the demo (the module's docstring says what it does); returns the exit code."""
     started = time.perf_counter()
     print(f"demo: starting the reference server (scale {scale!r}, seed {seed}) ...", flush=True)
     app = create_app(scale, seed)
@@ -82,47 +83,14 @@ def run(scale: str = "demo", seed: int = 1) -> int:
         print(first.summary())
 
         print("\n== 2. the service changes: 1% of every resource (seeded) ==", flush=True)
-        with httpx.Client(base_url=f"{server.root_url}/_sandbox", timeout=60) as control:
-            changes = control.post("/mutate", json={"seed": seed, "fraction": 0.01}).json()
-        for resource, c in changes.items():
-            print(
-                f"  {resource:<18} {len(c['created']):>3} created  {len(c['updated']):>3} "
-                f"updated  {len(c['deleted']):>3} deleted"
-            )
+        _change(server.root_url, seed)
 
         print("\n== 3. normal sync ==", flush=True)
         second = run_sync(target, SyncOptions(settings=settings))
         print(second.summary())
 
         print("\n== 4. push back the curated rows of examples/curated/ ==", flush=True)
-        push_settings = PushSettings(
-            curated_dir=CURATED, note_author_email=NOTE_AUTHOR, sample_size=2
-        )
-        # topics.csv renames a topic by its idx at the demo scale; other scales lack it
-        targets = (
-            None if scale == "demo" else ["statuses", "followers", "idea_notes", "announcements"]
-        )
-        if targets:
-            print(f"  (scale {scale!r}: topics.csv names a topic of the demo scale; skipped)")
-
-        def push(apply: bool) -> PushResult:
-            return run_push(
-                target,
-                targets=targets,
-                apply=apply,
-                settings=settings,
-                push_settings=push_settings,
-            )
-
-        preview = push(apply=False)
-        print(preview.report(2))
-        applied = push(apply=True)
-        print(applied.table())
-        print(f"  applied: {applied.writes:,} write request(s) in {applied.seconds:.1f}s")
-        again = push(apply=True)
-        print(f"  applied again at once: {again.writes:,} write request(s) (nothing changed)")
-        if applied.exit_code() or again.exit_code():
-            print(applied.report(2), file=sys.stderr)
+        if not _push_back(target, scale, settings):
             return 1
 
         # a full sync: a normal one reads only new followers, not changes to older ones
@@ -142,6 +110,54 @@ def run(scale: str = "demo", seed: int = 1) -> int:
 
     print("\n== what changed in the warehouse ==")
     print(_changes_table(first, second))
+    _last_words(first, second, started)
+    return 0
+
+
+def _change(root_url: str, seed: int) -> None:
+    """Has the sandbox change 1% of every resource (seeded), and prints how much."""
+    with httpx.Client(base_url=f"{root_url}/_sandbox", timeout=60) as control:
+        changes = control.post("/mutate", json={"seed": seed, "fraction": 0.01}).json()
+    for resource, c in changes.items():
+        print(
+            f"  {resource:<18} {len(c['created']):>3} created  {len(c['updated']):>3} "
+            f"updated  {len(c['deleted']):>3} deleted"
+        )
+
+
+def _push_back(target: Target, scale: str, settings: FeedbackSettings) -> bool:
+    """Pushes the curated rows: a preview, an apply, and an apply again that must send
+    nothing. False (the apply's report on stderr) when an apply failed."""
+    push_settings = PushSettings(curated_dir=CURATED, note_author_email=NOTE_AUTHOR, sample_size=2)
+    # topics.csv renames a topic by its idx at the demo scale; other scales lack it
+    targets = None if scale == "demo" else ["statuses", "followers", "idea_notes", "announcements"]
+    if targets:
+        print(f"  (scale {scale!r}: topics.csv names a topic of the demo scale; skipped)")
+
+    def push(apply: bool) -> PushResult:
+        return run_push(
+            target,
+            targets=targets,
+            apply=apply,
+            settings=settings,
+            push_settings=push_settings,
+        )
+
+    preview = push(apply=False)
+    print(preview.report(2))
+    applied = push(apply=True)
+    print(applied.table())
+    print(f"  applied: {applied.writes:,} write request(s) in {applied.seconds:.1f}s")
+    again = push(apply=True)
+    print(f"  applied again at once: {again.writes:,} write request(s) (nothing changed)")
+    if applied.exit_code() or again.exit_code():
+        print(applied.report(2), file=sys.stderr)
+        return False
+    return True
+
+
+def _last_words(first: SyncResult, second: SyncResult, started: float) -> None:
+    """The demo's last words: what the normal sync saved, and where to look next."""
     share = second.requests / first.requests if first.requests else 0.0
     print(
         f"\ndemo: the normal sync made {second.requests:,} requests, "
@@ -156,7 +172,6 @@ def run(scale: str = "demo", seed: int = 1) -> int:
         "read_only=True).sql('select * from marts.status_summary'))\"\n"
         "  feedback-sync models --list   (what each mart holds)"
     )
-    return 0
 
 
 def _pushed(target: Target) -> str:

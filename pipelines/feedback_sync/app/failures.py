@@ -53,17 +53,31 @@ def interrupted(exc: BaseException) -> bool:
 
 
 def explain(exc: BaseException) -> tuple[str | None, int]:
-    """``(message, exit code)`` for a failure we can describe, else ``(None, 1)``."""
-    from dlt.common.configuration.exceptions import ConfigFieldMissingException
-    from dlt.common.configuration.providers.toml import TomlProviderReadException
-    from dlt.common.destination.exceptions import UnknownDestinationModule
+    """``(message, exit code)`` for a failure we can describe, else ``(None, 1)``.
 
+    The first of these that recognises something in the chain speaks: a Ctrl-C, bad
+    settings, a destination that cannot be reached, our own errors, a full disk, a locked
+    DuckDB file, DuckDB out of memory."""
     chain = causes(exc)
     for error in chain:
         if isinstance(error, Interrupted):  # it says which step, before what it wraps
             return str(error), error.exit_code
     if interrupted(exc):
         return "interrupted; the next run resumes from the last committed state", 130
+    for explained in (_misconfigured, _unreachable, _ours, _no_space, _locked, _out_of_memory):
+        said = explained(chain)
+        if said is not None:
+            return said
+    return None, 1
+
+
+def _misconfigured(chain: list[BaseException]) -> tuple[str, int] | None:
+    """Bad settings: ours, an unreadable settings file, an unknown destination, or one
+    that lacks a field dlt needs."""
+    from dlt.common.configuration.exceptions import ConfigFieldMissingException
+    from dlt.common.configuration.providers.toml import TomlProviderReadException
+    from dlt.common.destination.exceptions import UnknownDestinationModule
+
     for error in chain:
         if isinstance(error, ConfigError):
             return str(error), error.exit_code
@@ -81,32 +95,45 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 f"(see dlt's docs for {error.spec_name}; e.g. DESTINATION__<NAME>__CREDENTIALS)",
                 2,
             )
+    return None
+
+
+def _unreachable(chain: list[BaseException]) -> tuple[str, int] | None:
+    """A destination's server that refused the login (configuration, exit 2) or could not
+    be reached (exit 1)."""
     for error in chain:
-        if _cannot_connect(error):
-            first = _first_line(error)
-            if NO_PASSWORD in first:
-                return (
-                    f"the destination's server wants a password and none was given ({first}): "
-                    "put it in the connection string (DESTINATION__POSTGRES__CREDENTIALS="
-                    "postgresql://USER:PASSWORD@HOST:PORT/DATABASE), or in PGPASSWORD, or as "
-                    "a line HOST:PORT:DATABASE:USER:PASSWORD in ~/.pgpass (chmod 600; "
-                    "PGPASSFILE names another file)",
-                    2,
-                )
-            if WRONG_PASSWORD in first:
-                return (
-                    f"the destination refused the login: {first} (check the user and the "
-                    "password: libpq takes the connection string's, else PGPASSWORD, else "
-                    "the one in ~/.pgpass)",
-                    2,
-                )
-            if any(words in first for words in REFUSED_LOGIN):
-                return (
-                    f"the destination refused the login: {first} (check "
-                    "DESTINATION__<NAME>__CREDENTIALS)",
-                    2,
-                )
-            return f"cannot connect to the destination: {first}", 1
+        if not _cannot_connect(error):
+            continue
+        first = _first_line(error)
+        if NO_PASSWORD in first:
+            return (
+                f"the destination's server wants a password and none was given ({first}): "
+                "put it in the connection string (DESTINATION__POSTGRES__CREDENTIALS="
+                "postgresql://USER:PASSWORD@HOST:PORT/DATABASE), or in PGPASSWORD, or as "
+                "a line HOST:PORT:DATABASE:USER:PASSWORD in ~/.pgpass (chmod 600; "
+                "PGPASSFILE names another file)",
+                2,
+            )
+        if WRONG_PASSWORD in first:
+            return (
+                f"the destination refused the login: {first} (check the user and the "
+                "password: libpq takes the connection string's, else PGPASSWORD, else "
+                "the one in ~/.pgpass)",
+                2,
+            )
+        if any(words in first for words in REFUSED_LOGIN):
+            return (
+                f"the destination refused the login: {first} (check "
+                "DESTINATION__<NAME>__CREDENTIALS)",
+                2,
+            )
+        return f"cannot connect to the destination: {first}", 1
+    return None
+
+
+def _ours(chain: list[BaseException]) -> tuple[str, int] | None:
+    """An error of our own tree, in its own words (and, where the next run resumes, saying
+    so)."""
     for error in chain:
         if isinstance(error, WarehouseBusy | LoadFailed):
             return str(error), error.exit_code
@@ -115,7 +142,12 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
             return resumes, error.exit_code
         if isinstance(error, FeedbackError):
             return str(error), error.exit_code
-    # the error that says it itself (dlt's wrappers quote it deeper in their text)
+    return None
+
+
+def _no_space(chain: list[BaseException]) -> tuple[str, int] | None:
+    """A write that failed for want of space, in the words of the error that says it
+    itself (dlt's wrappers quote it deeper in their text)."""
     full = [e for e in chain if _disk_full(e) and NO_SPACE in _first_line(e)]
     full += [e for e in chain if isinstance(e, OSError) and e.errno == errno.ENOSPC]
     for error in full[:1]:
@@ -127,6 +159,11 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
             "space and run again (the next run finishes what this one left)",
             1,
         )
+    return None
+
+
+def _locked(chain: list[BaseException]) -> tuple[str, int] | None:
+    """The DuckDB file held by another process."""
     for error in chain:
         if LOCKED in str(error):
             return (
@@ -134,6 +171,11 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 + str(error).split("\n")[0],
                 1,
             )
+    return None
+
+
+def _out_of_memory(chain: list[BaseException]) -> tuple[str, int] | None:
+    """DuckDB out of the memory it may use, with the setting that raises it."""
     for error in chain:
         kind = type(error)
         if kind.__name__ == "OutOfMemoryException" and kind.__module__.lstrip("_") == "duckdb":
@@ -144,7 +186,7 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
                 f"FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT (now {duckdb_memory_limit()})",
                 1,
             )
-    return None, 1
+    return None
 
 
 def _disk_full(error: BaseException) -> bool:

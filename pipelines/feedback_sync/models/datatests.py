@@ -93,85 +93,112 @@ def generic(
         ModelError: an unknown kind, a malformed line, or a column or model that is not
             there; the message names the file and the line.
     """
-    known = set(columns)
+    header = _Header(mart, relation, frozenset(columns), resolve, where)
     tests: list[DataTest] = []
-
-    def column(name: str, line: str) -> str:
-        if name not in known:
-            raise ModelError(f"{where}: tests: {line}: {name!r} is not a column of {mart}")
-        return f'"{name}"'
-
     if key:
-        tests.append(_unique(mart, relation, [column(k, "key") for k in key], key))
+        tests.append(_unique(mart, relation, [header.column(k, "key") for k in key], key))
     for kind, arguments in lines:
         line = f"{kind}: {arguments}"
-        if kind == "not_null":
-            for name in _names(arguments, line, where):
-                quoted = column(name, line)
-                tests.append(
-                    DataTest(
-                        mart,
-                        f"{name} not null",
-                        f"select * from {relation} where {quoted} is null",
-                    )
-                )
-        elif kind == "unique":
-            names = _names(arguments, line, where)
-            tests.append(_unique(mart, relation, [column(n, line) for n in names], names))
-        elif kind == "relationships":
-            found = _RELATIONSHIP.match(arguments)
-            if not found:
-                raise ModelError(f"{where}: tests: {line}: write it as column -> model.column")
-            name, model, parent = found.groups()
-            quoted = column(name, line)
-            try:
-                other = resolve(model)
-            except KeyError:
-                raise ModelError(f"{where}: tests: {line}: no model named {model!r}") from None
-            tests.append(
-                DataTest(
-                    mart,
-                    f"{name} -> {model}.{parent}",
-                    f"select * from {relation} as t where t.{quoted} is not null and not exists "
-                    f'(select 1 from {other} as p where p."{parent}" = t.{quoted})',
-                )
-            )
-        elif kind == "accepted_range":
-            found = _RANGE.match(arguments)
-            if not found or (found.group(2) is None and found.group(3) is None):
-                raise ModelError(f"{where}: tests: {line}: write it as column min..max")
-            name, low, high = found.groups()
-            quoted = column(name, line)
-            outside = [f"{quoted} < {low}"] if low is not None else []
-            outside += [f"{quoted} > {high}"] if high is not None else []
-            tests.append(
-                DataTest(
-                    mart,
-                    f"{name} in {low or ''}..{high or ''}",
-                    f"select * from {relation} where {' or '.join(outside)}",
-                )
-            )
-        elif kind == "expression":
-            if not arguments:
-                raise ModelError(f"{where}: tests: {line}: an expression is needed")
-            for call, name in calls(arguments, ("ref", "source")):
-                try:
-                    if call != "ref":
-                        raise KeyError(name)
-                    resolve(name)
-                except KeyError:
-                    raise ModelError(
-                        f"{where}: tests: {line}: {call}('{name}'): an expression reads "
-                        "other models with ref('model')"
-                    ) from None
-            tests.append(
-                DataTest(mart, arguments, f"select * from {relation} where not ({arguments})")
-            )
-        else:
-            raise ModelError(
-                f"{where}: tests: {line}: unknown test {kind!r} (the kinds: {', '.join(KINDS)})"
-            )
+        read = _READERS.get(kind)
+        if read is None:
+            raise header.error(line, f"unknown test {kind!r} (the kinds: {', '.join(KINDS)})")
+        tests += read(header, arguments, line)
     return tests
+
+
+@dataclass(frozen=True)
+class _Header:
+    """A mart's header as its test lines are read: what a line may name, and where it is."""
+
+    mart: str
+    relation: str
+    columns: frozenset[str]
+    resolve: Callable[[str], str]
+    where: str
+
+    def error(self, line: str, why: str) -> ModelError:
+        """What is wrong with ``line``, naming the file."""
+        return ModelError(f"{self.where}: tests: {line}: {why}")
+
+    def column(self, name: str, line: str) -> str:
+        """``name`` quoted, once it is known to be a column of the mart."""
+        if name not in self.columns:
+            raise self.error(line, f"{name!r} is not a column of {self.mart}")
+        return f'"{name}"'
+
+    def test(self, name: str, where: str) -> DataTest:
+        """The test called ``name`` whose breaking rows are the mart's rows ``where``."""
+        return DataTest(self.mart, name, f"select * from {self.relation} where {where}")
+
+
+def _not_null(header: _Header, arguments: str, line: str) -> list[DataTest]:
+    return [
+        header.test(f"{name} not null", f"{header.column(name, line)} is null")
+        for name in _names(arguments, line, header.where)
+    ]
+
+
+def _unique_line(header: _Header, arguments: str, line: str) -> list[DataTest]:
+    names = _names(arguments, line, header.where)
+    quoted = [header.column(n, line) for n in names]
+    return [_unique(header.mart, header.relation, quoted, names)]
+
+
+def _relationships(header: _Header, arguments: str, line: str) -> list[DataTest]:
+    found = _RELATIONSHIP.match(arguments)
+    if not found:
+        raise header.error(line, "write it as column -> model.column")
+    name, model, parent = found.groups()
+    quoted = header.column(name, line)
+    try:
+        other = header.resolve(model)
+    except KeyError:
+        raise header.error(line, f"no model named {model!r}") from None
+    return [
+        DataTest(
+            header.mart,
+            f"{name} -> {model}.{parent}",
+            f"select * from {header.relation} as t where t.{quoted} is not null and not exists "
+            f'(select 1 from {other} as p where p."{parent}" = t.{quoted})',
+        )
+    ]
+
+
+def _accepted_range(header: _Header, arguments: str, line: str) -> list[DataTest]:
+    found = _RANGE.match(arguments)
+    if not found or (found.group(2) is None and found.group(3) is None):
+        raise header.error(line, "write it as column min..max")
+    name, low, high = found.groups()
+    quoted = header.column(name, line)
+    outside = [f"{quoted} < {low}"] if low is not None else []
+    outside += [f"{quoted} > {high}"] if high is not None else []
+    return [header.test(f"{name} in {low or ''}..{high or ''}", " or ".join(outside))]
+
+
+def _expression(header: _Header, arguments: str, line: str) -> list[DataTest]:
+    if not arguments:
+        raise header.error(line, "an expression is needed")
+    for call, name in calls(arguments, ("ref", "source")):
+        try:
+            if call != "ref":
+                raise KeyError(name)
+            header.resolve(name)
+        except KeyError:
+            raise header.error(
+                line, f"{call}('{name}'): an expression reads other models with ref('model')"
+            ) from None
+    return [header.test(arguments, f"not ({arguments})")]
+
+
+# how each kind of line becomes its tests, in the order of KINDS
+_READERS: dict[str, Callable[[_Header, str, str], list[DataTest]]] = {
+    "not_null": _not_null,
+    "unique": _unique_line,
+    "relationships": _relationships,
+    "accepted_range": _accepted_range,
+    "expression": _expression,
+}
+assert tuple(_READERS) == KINDS
 
 
 def _unique(mart: str, relation: str, quoted: list[str], names: Sequence[str]) -> DataTest:

@@ -194,13 +194,13 @@ def _tests(project: Project, root: Path) -> list[DataTest]:
                 raise ModelError(f"{model.path}: data tests are for marts (tests: in a mart)")
             continue
         tests += datatests.generic(
-            model.name,
-            model.relation,
-            list(model.columns),
-            model.key,
-            model.test_lines,
-            relation,
-            str(model.path),
+            mart=model.name,
+            relation=model.relation,
+            columns=list(model.columns),
+            key=model.key,
+            lines=model.test_lines,
+            resolve=relation,
+            where=str(model.path),
         )
     for path in sorted((root / TESTS_FOLDER).glob("*.sql")):
         sql = path.read_text(encoding="utf-8")
@@ -484,7 +484,15 @@ def build(
     fingerprint = None
     statements = [sql for _, sql in rendered] + [t.sql for t in tests]
     if engine.hashes_rows and not any(_volatile(sql) for sql in statements):
-        fingerprint = _fingerprint(engine, project, dataset, existing, rendered, views, tests)
+        fingerprint = _fingerprint(
+            engine,
+            project=project,
+            dataset=dataset,
+            existing=existing,
+            rendered=rendered,
+            views=views,
+            tests=tests,
+        )
     if reuse and fingerprint is not None:
         stored = _last_build(engine)
         if stored is not None and stored[0] == fingerprint and _all_there(engine, project):
@@ -497,26 +505,42 @@ def build(
             engine.execute(f"update {BUILD_TABLE} set current_at = ?", [datetime.now(UTC)])
             return result
     with engine.build(list(LAYERS)):
-        for model, sql in rendered:
-            kind = LAYERS[model.layer]
-            try:
-                engine.create(kind, model.relation, sql)
-            except engine.errors as exc:
-                raise ModelError(
-                    f"model {model.layer}.{model.name} ({model.path.name}): {exc}"
-                ) from None
-            result.built.append(f"{model.layer}.{model.name}")
-            if kind == "table":
-                rows = engine.execute(f"select count(*) from {model.relation}")
-                result.mart_rows[model.name] = int(rows[0][0]) if rows else 0
-        for name, sql in views:
-            engine.create("view", f'"staging"."{name}"', sql)
-            result.built.append(f"staging.{name}")
+        _create(engine, rendered, views, result)
         result.tests = datatests.run(engine, tests)
         if not all(o.passed for o in result.tests):
             raise DataTestsFailed(result.tests)  # rolls the build back
         _record_build(engine, fingerprint, result.mart_rows)
     return result
+
+
+def _create(
+    engine: Engine,
+    rendered: list[tuple[Model, str]],
+    views: list[tuple[str, str]],
+    result: BuildResult,
+) -> None:
+    """Makes every model, then the generated views, inside the build's transaction; each
+    one made goes into ``result.built``, and each table's row count into
+    ``result.mart_rows``.
+
+    Raises:
+        ModelError: names the model that failed and carries the database's message.
+    """
+    for model, sql in rendered:
+        kind = LAYERS[model.layer]
+        try:
+            engine.create(kind, model.relation, sql)
+        except engine.errors as exc:
+            raise ModelError(
+                f"model {model.layer}.{model.name} ({model.path.name}): {exc}"
+            ) from None
+        result.built.append(f"{model.layer}.{model.name}")
+        if kind == "table":
+            rows = engine.execute(f"select count(*) from {model.relation}")
+            result.mart_rows[model.name] = int(rows[0][0]) if rows else 0
+    for name, sql in views:
+        engine.create("view", f'"staging"."{name}"', sql)
+        result.built.append(f"staging.{name}")
 
 
 def _volatile(sql: str) -> bool:

@@ -379,7 +379,17 @@ def _seed_ideas(store: Store, size: Scale, rng: random.Random, start: int, now: 
         if rng.random() < 0.2:
             name += f" ({rng.choice(WORDS)})"
         status = rng.choices(status_idxs, weights=status_weights)[0] if status_idxs else None
-        idea = Idea(make_idx("ide", i + 1), 1001 + i, name, status, [], 0, 0, moment, moment)
+        idea = Idea(
+            idx=make_idx("ide", i + 1),
+            id=1001 + i,
+            name=name,
+            status_idx=status,
+            topic_idxs=[],
+            comment_count=0,
+            note_count=0,
+            created=moment,
+            updated=moment,
+        )
         picked = rng.sample(topic_idxs, k=min(len(topic_idxs), rng.choice((0, 1, 1, 2, 3))))
         store.set_idea_topics(idea, picked)
         ideas.append(idea)
@@ -420,14 +430,14 @@ def _seed_followers(store: Store, size: Scale, rng: random.Random, start: int, n
         updated = moment if rng.random() < 0.7 else _stamp_between(rng, moment, now - DAY)
         followers.append(
             Follower(
-                idx,
-                f"{first} {last}",
-                email,
-                f"https://avatars.example.com/{idx}.png",
-                attributes,
-                companies,
-                moment,
-                updated,
+                idx=idx,
+                name=f"{first} {last}",
+                email=email,
+                avatar=f"https://avatars.example.com/{idx}.png",
+                attributes=attributes,
+                company_ids=companies,
+                created=moment,
+                updated=updated,
             )
         )
     store.load_followers(followers)
@@ -470,14 +480,14 @@ def _seed_comments(store: Store, size: Scale, rng: random.Random, now: int) -> N
         updated = created if rng.random() < 0.9 else _stamp_between(rng, created, now)
         idea, follower = ideas[idea_i], followers[follower_i]
         comment = Comment(
-            idx,
-            _paragraphs(rng, 3),
-            is_private,
-            follower.idx,
-            idea.idx,
-            attachments,
-            created,
-            updated,
+            idx=idx,
+            message=_paragraphs(rng, 3),
+            is_private=is_private,
+            follower_idx=follower.idx,
+            idea_idx=idea.idx,
+            attachments=attachments,
+            created=created,
+            updated=updated,
         )
         comments.append(comment)
     store.load_comments(comments, attachment_n)
@@ -563,6 +573,14 @@ def _seed_links(store: Store, size: Scale, rng: random.Random, now: int) -> None
             meta["status"] = rng.choice(("open", "pending", "solved", "closed"))
         updated = created if rng.random() < 0.8 else created + int(rng.random() * (now - created))
         links.append(
-            Link(make_idx("lnk", n), ideas[idea_i].idx, link_type, ref, meta, created, updated)
+            Link(
+                idx=make_idx("lnk", n),
+                idea_idx=ideas[idea_i].idx,
+                type=link_type,
+                link_ref=ref,
+                meta=meta,
+                created=created,
+                updated=updated,
+            )
         )
     store.load_links(links)

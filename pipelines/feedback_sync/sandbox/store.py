@@ -597,7 +597,17 @@ class Store:
     def create_idea(self, name: str, status_idx: str | None, topic_idxs: list[str]) -> Idea:
         now = self._stamp()
         n = self.counters.get("ide", 0) + 1
-        idea = Idea(self.next_idx("ide"), 1000 + n, name, status_idx, [], 0, 0, now, now)
+        idea = Idea(
+            idx=self.next_idx("ide"),
+            id=1000 + n,
+            name=name,
+            status_idx=status_idx,
+            topic_idxs=[],
+            comment_count=0,
+            note_count=0,
+            created=now,
+            updated=now,
+        )
         self.ideas.add(idea)
         self.set_idea_topics(idea, topic_idxs)
         self.status_moves.append(StatusMove(idea.idx, None, status_idx, now))
@@ -648,7 +658,15 @@ class Store:
         if idea_idx not in self.ideas.by_idx:
             raise Invalid("idea_idx", f"unknown idea {idea_idx!r}")
         now = self.clock.stamp()
-        link = Link(self.next_idx("lnk"), idea_idx, link_type, link_ref, {"url": url}, now, now)
+        link = Link(
+            idx=self.next_idx("lnk"),
+            idea_idx=idea_idx,
+            type=link_type,
+            link_ref=link_ref,
+            meta={"url": url},
+            created=now,
+            updated=now,
+        )
         self._index_link(link)
         return link
 
