@@ -124,7 +124,6 @@ class FeedbackSettings:
         doc="""The company's API key. Keep it in ``.dlt/secrets.toml`` or the environment,
         never in a committed file.""",
         note="required: the company's API key",
-        example="",
     )
     auth_method: str = setting(
         Choice(AUTH_METHODS),
