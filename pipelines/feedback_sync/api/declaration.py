@@ -2,7 +2,8 @@
 it is a secret, and the check that turns what dlt resolved into a checked value.
 
 A section (``[sources.feedback]``) is a frozen dataclass whose fields are made by
-``setting``: the annotation is the checked value's type, the ``Kind`` its check and range.
+``setting``: the annotation is the checked value's type, the ``Kind`` its check and range;
+a check across settings is a ``Rule`` of the ``Section``, run after the setting it follows.
 ``Section`` reads the fields into the section's setting list, which everything else reads:
 validation (``Section.check``), the dlt configuration spec (``api/config.py``), the settings
 reference and ``init``'s template (``docsgen/``), and the unknown-key check
@@ -172,7 +173,8 @@ def setting(
     Args:
         kind: its check and range.
         doc: what it does (the settings reference shows it).
-        default: the value when unset; ``REQUIRED`` for none.
+        default: the value when unset, as a user would write it (the kind checks it like
+            any other; None: not set); ``REQUIRED`` for none.
         secret: dlt reads it as a secret (``.dlt/secrets.toml``), and it is never shown.
         note: one line for ``init``'s template.
         example: a value ``init``'s template shows, commented out, instead of the default.
