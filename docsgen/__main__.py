@@ -1,9 +1,11 @@
-"""``python -m docsgen``: writes the generated reference pages (``./run docs`` calls it).
+"""``python -m docsgen``: writes the generated reference pages, and the declared tables of
+``init``'s templates (``templates``); ``./run docs`` calls it.
 
     python -m docsgen            write every page that changed
     python -m docsgen --check    write nothing; exit 1 naming each stale page
 
-A page is stale when the committed file differs from what the code makes of it now.
+A page (or template) is stale when the committed file differs from what the code makes of
+it now.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from docsgen import templates
 from docsgen.pages import PAGES, ROOT, stale, write
 
 
@@ -27,13 +30,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.check:
-        old = stale(ROOT)
-        for page in old:
-            print(f"{page.path} is stale: ./run docs rewrites it", file=sys.stderr)
+        old = [page.path for page in stale(ROOT)]
+        old += [template.path for template in templates.stale(ROOT)]
+        for path in old:
+            print(f"{path} is stale: ./run docs rewrites it", file=sys.stderr)
         return 1 if old else 0
-    written = write(ROOT)
-    for page in written:
-        print(f"docsgen: wrote {page.path}")
+    written = [page.path for page in write(ROOT)]
+    written += [template.path for template in templates.write(ROOT)]
+    for path in written:
+        print(f"docsgen: wrote {path}")
     if not written:
         print(f"docsgen: {len(PAGES)} pages up to date")
     return 0

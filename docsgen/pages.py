@@ -54,7 +54,7 @@ PAGES: tuple[Page, ...] = (
         "docs/reference/settings.md",
         "Settings",
         (
-            "pipelines/feedback_sync/api/config.py",
+            "pipelines/feedback_sync/api/settings.py",
             "pipelines/feedback_sync/push/settings.py",
             "docsgen/other_settings.py",
         ),

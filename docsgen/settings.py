@@ -1,6 +1,6 @@
-"""``docs/reference/settings.md``: every setting, from the configuration specs of the source
-(``[sources.feedback]``) and the push (``[push]``), then the settings read one by one
-(``other_settings``)."""
+"""``docs/reference/settings.md``: every setting, from the declaration of the source's
+(``[sources.feedback]``) and the configuration spec of the push (``[push]``), then the
+settings read one by one (``other_settings``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from docsgen import other_settings
 from docsgen.markdown import code, prose, table
-from docsgen.specs import Setting, from_spec
+from docsgen.specs import Setting, from_section, from_spec
 
 INTRO = (
     "Each setting is a key in a section of `.dlt/config.toml`, or of `.dlt/secrets.toml` "
@@ -61,10 +61,9 @@ def _entries(settings: Iterable[Setting], with_section: bool) -> str:
 
 
 def spec_sections() -> list[tuple[str, str, str, list[Setting]]]:
-    """``(heading, anchor, what the section is for, settings)`` of each configuration
-    spec."""
+    """``(heading, anchor, what the section is for, settings)`` of each declared section
+    and configuration spec."""
     from feedback_sync.api import settings as source
-    from feedback_sync.api.config import FeedbackConfiguration
     from feedback_sync.push import settings as push
     from feedback_sync.push.settings import PushConfiguration
 
@@ -74,7 +73,7 @@ def spec_sections() -> list[tuple[str, str, str, list[Setting]]]:
             "sources-feedback",
             "What `sync` and `check` read from the API, and how; the push uses the same "
             "address and key.",
-            from_spec(source.SECTION, FeedbackConfiguration, source.FeedbackSettings),
+            from_section(source.SOURCE),
         ),
         (
             f"The push: `[{push.SECTION}]`",

@@ -1,9 +1,12 @@
-"""Settings read from a dlt configuration spec: one ``Setting`` per field.
+"""Settings as the settings page shows them: one ``Setting`` per setting of a declared
+section (``from_section``: ``[sources.feedback]``) or per field of a dlt configuration spec
+(``from_spec``: ``[push]``).
 
-A spec (``@configspec``) holds the raw values dlt resolves, its defaults and which field is
-a secret; the docstring under each field says what it does (``fielddocs``). The checked
-settings class beside it (``FeedbackSettings``, ``PushSettings``) gives each value's real
-type, and a field it has no default for is required.
+A declared section (``feedback_sync.api.declaration``) holds each setting's type, default,
+description and secret flag. A spec (``@configspec``) holds the raw values dlt resolves, its
+defaults and which field is a secret; the docstring under each field says what it does
+(``fielddocs``). The checked settings class beside it (``PushSettings``) gives each value's
+real type, and a field it has no default for is required.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from feedback_sync.api.declaration import Section
 
 from docsgen.fielddocs import field_docs
 from docsgen.markdown import code
@@ -60,6 +65,21 @@ def default_text(value: Any) -> str:
     if isinstance(value, tuple | list):
         return code("[" + ", ".join(str(v) for v in value) + "]")
     return code(str(value))
+
+
+def from_section(section: Section) -> list[Setting]:
+    """The settings of a declared ``section``, in their order."""
+    return [
+        Setting(
+            section=section.path,
+            key=s.name,
+            type=type_name(s.type),
+            default="required" if s.required else default_text(s.default),
+            description=s.doc,
+            secret=s.secret,
+        )
+        for s in section.settings
+    ]
 
 
 def from_spec(section: str, spec: type, checked: type) -> list[Setting]:

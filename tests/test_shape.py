@@ -27,7 +27,6 @@ DATA = {"sandbox/openapi.py:_paths"}
 PENDING: dict[str, set[str]] = {
     "lines": {
         "api/client.py:_call",
-        "api/settings.py:validate",
         "app/cli.py:_sandbox_parser",
         "flows/sync.py:feedback_sync",
         "push/kinds/followers.py:records",

@@ -129,12 +129,12 @@ def test_the_commands_page_does_not_depend_on_the_environment(
 
 
 def test_every_setting_of_the_specs_is_on_the_settings_page(pages: dict[str, str]) -> None:
-    from feedback_sync.api.config import FeedbackConfiguration
-    from feedback_sync.api.settings import env_name
+    from feedback_sync.api.config import spec_of
+    from feedback_sync.api.settings import SOURCE, env_name
     from feedback_sync.push.settings import PushConfiguration, describe
 
     page = _page(pages, "settings")
-    source = FeedbackConfiguration.get_resolvable_fields()
+    source = spec_of(SOURCE).get_resolvable_fields()
     push = PushConfiguration.get_resolvable_fields()
     assert source and push
     entries = {
@@ -263,23 +263,27 @@ def test_the_other_settings_name_their_environment_variables_the_dlt_way() -> No
             assert setting.env == "__".join([*setting.section.split("."), setting.key]).upper()
 
 
-def test_the_settings_page_is_made_from_the_specs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from feedback_sync.api.config import FeedbackConfiguration
-
-    import docsgen.specs
-    from docsgen.fielddocs import field_docs as real
+def test_the_settings_page_is_made_from_the_declaration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A setting's description, type, default and secret flag on the page are its
+    declaration's."""
+    from feedback_sync.api import settings as source
+    from feedback_sync.api.declaration import Integer, Section, Text, setting
 
     before = settings.render()
 
-    def edited(cls: type) -> dict[str, str]:
-        docs = real(cls)
-        if cls is FeedbackConfiguration:
-            docs["page_size"] = "Rows per request, as edited."
-        return docs
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Edited:
+        page_size: float = setting(Integer(1, 9), default=3, doc="Rows per request, as edited.")
+        token: str = setting(Text(), secret=True, doc="A token.")
 
-    monkeypatch.setattr(docsgen.specs, "field_docs", edited)
+    monkeypatch.setattr(source, "SOURCE", Section(source.SECTION, Edited))
     after = settings.render()
     assert after != before and "Rows per request, as edited." in after
+    assert "| `page_size` | number | `3` |" in after
+    assert "| `token` | text, a secret | required |" in after
+    assert "`SOURCES__FEEDBACK__TOKEN`" in after
 
 
 # tables -----------------------------------------------------------------------------------

@@ -4,11 +4,14 @@ optional): the specs the settings reference is generated from say which there ar
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from feedback_sync.package_data import package_path
 
+from docsgen import templates
 from docsgen.other_settings import settings as other_settings
+from docsgen.pages import ROOT
 from docsgen.settings import spec_sections
 
 
@@ -46,3 +49,35 @@ def test_the_template_names_every_setting_of_the_specs_in_its_section() -> None:
 def test_the_secrets_template_holds_the_key_and_nothing_else_of_the_specs() -> None:
     text = package_path("app", "templates", "secrets.toml").read_text(encoding="utf-8")
     assert re.search(r"^#?\s*api_key\s*=", text, re.M)
+
+
+def test_the_templates_tables_are_what_the_declaration_makes() -> None:
+    """``./run docs`` writes the ``[sources.feedback]`` lines of both templates from the
+    declaration; the committed templates are current."""
+    assert [t.path for t in templates.stale(ROOT)] == [], "run ./run docs and commit"
+
+
+def test_a_declared_setting_is_a_line_of_its_template() -> None:
+    from feedback_sync.api.declaration import Integer, Section, Text, setting
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Declared:
+        token: str = setting(Text(), secret=True, doc="A token.", note="required: a token")
+        rows: int = setting(Integer(1, 9), default=3, doc="Rows.", note="rows per request")
+        cap: int | None = setting(Integer(1, 9), default=None, doc="A cap.", note="", example=4)
+
+    section = Section("sources.feedback", Declared)
+    text = "# head\n\n[sources.feedback]\nold = 1\n\n[push]\n"
+    assert templates.rewrite(text, section, secrets=False).split("\n") == [
+        "# head",
+        "",
+        "[sources.feedback]",
+        "rows = 3                            # rows per request",
+        "# cap = 4",
+        "",
+        "[push]",
+        "",
+    ]
+    assert templates.rewrite(text, section, secrets=True).split("\n")[3] == (
+        'token = ""                          # required: a token'
+    )

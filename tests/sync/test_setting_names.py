@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from feedback_sync.api.config import FeedbackConfiguration
+from feedback_sync.api.config import spec_of
+from feedback_sync.api.settings import SOURCE
 from feedback_sync.app.setting_names import OWNED, known_names, unknown_settings
 from feedback_sync.push.settings import PushConfiguration
 from feedback_sync.sandbox.server import RunningSandbox
@@ -31,7 +32,7 @@ def _run(
 
 
 def test_the_names_are_the_configuration_specs_fields() -> None:
-    assert known_names("sources.feedback") == set(FeedbackConfiguration.get_resolvable_fields())
+    assert known_names("sources.feedback") == set(spec_of(SOURCE).get_resolvable_fields())
     assert known_names("push") == set(PushConfiguration.get_resolvable_fields())
 
 

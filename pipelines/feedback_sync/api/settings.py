@@ -1,21 +1,35 @@
-"""The source's settings: names, defaults and the checks that run before any request.
+"""The source's settings, declared once: ``FeedbackSettings`` names each setting of section
+``sources.feedback`` with its type, default, range and description (``declaration``), and
+checks the values dlt resolved before any request.
 
 Every setting lives in section ``sources.feedback`` (``.dlt/config.toml``,
 ``.dlt/secrets.toml``) or in an environment variable ``SOURCES__FEEDBACK__<NAME>``; dlt
-resolves them, and ``FeedbackSettings.validate`` rejects what is missing or malformed with a
-message that names the setting.
+resolves them (``api/config.py`` makes its spec from ``SOURCE``), and
+``FeedbackSettings.validate`` rejects what is missing or malformed with a message that names
+the setting. The order of the fields is the order they are checked in, so the first problem
+reported stays the same. This module imports no dlt.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from feedback_sync.api.declaration import (
+    Choice,
+    Flag,
+    Integer,
+    Kind,
+    Names,
+    Number,
+    Section,
+    Text,
+    setting,
+)
 from feedback_sync.errors import ConfigError
 
 SECTION = "sources.feedback"
@@ -29,37 +43,200 @@ API_VERSION = "/v1"
 
 def env_name(setting: str) -> str:
     """``page_size`` -> ``SOURCES__FEEDBACK__PAGE_SIZE``."""
-    return f"{SECTION.replace('.', '__').upper()}__{setting.upper()}"
+    return SOURCE.env(setting)
 
 
 def describe(setting: str) -> str:
     """How a user sets ``setting``: both the TOML key and the environment variable."""
-    return f"{env_name(setting)} ({setting} in [{SECTION}])"
+    return SOURCE.describe(setting)
 
 
 @dataclass(frozen=True)
-class FeedbackSettings:
-    """Checked settings of one run of the source."""
+class _BaseUrl(Kind):
+    """An http(s) URL without query or fragment, ending in the API's version segment."""
 
-    base_url: str
-    api_key: str
-    auth_method: str = "bearer"
-    page_size: int = 100
-    max_concurrency: int = 8
-    requests_per_second: float | None = None
-    integration_types: tuple[str, ...] = ()
-    idea_idxs: tuple[str, ...] = ()
-    announcement_lookback_days: float = 7.0
-    timeout_seconds: float = 30.0
-    max_retries: int = 8
-    delete_mode: str = "hard"
+    def check(self, value: Any, said: str, secret: bool) -> str:
+        base_url = Text().check(value, said, secret).rstrip("/")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigError(
+                f"{said} must be an http(s) URL such as https://feedback.example.com/v1, "
+                f"got {base_url!r}"
+            )
+        if parts.query or parts.fragment:
+            raise ConfigError(f"{said} must not carry a query or fragment")
+        # the spec: "{base_url}, the service base address, which ends with the version
+        # segment /v1"; a URL without it fails only at the first request, with a bare 404
+        version = parts.path.rsplit("/", 1)[-1]
+        if not re.fullmatch(r"v\d+", version):
+            raise ConfigError(
+                f"{said} must end with the API's version segment {API_VERSION}, "
+                f"as in {base_url}{API_VERSION}; got {base_url!r}"
+            )
+        if version != API_VERSION.strip("/"):
+            raise ConfigError(
+                f"{said} names API version {version}; feedback-sync speaks "
+                f"{API_VERSION.strip('/')} ({base_url.rsplit('/', 1)[0]}{API_VERSION}), got "
+                f"{base_url!r}"
+            )
+        return base_url
+
+
+def _encrypted_unless_allowed(values: Mapping[str, Any], section: Section) -> None:
+    """Plain http:// only to this machine, unless ``allow_insecure_http`` says otherwise."""
+    parts = urlsplit(values["base_url"])
+    if (
+        parts.scheme == "http"
+        and not values["allow_insecure_http"]
+        and not _is_loopback(parts.hostname)
+    ):
+        raise ConfigError(
+            f"{section.describe('base_url')} is plain http:// to {parts.hostname}, not this "
+            "machine: the API key would cross the network unencrypted. Use https://, or "
+            f"set {section.describe('allow_insecure_http')} to true"
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeedbackSettings:
+    """Checked settings of one run of the source: each field declares one setting of
+    ``[sources.feedback]``."""
+
+    base_url: str = setting(
+        _BaseUrl(),
+        doc="""The service's address, ending in the API's version segment ``/v1`` (another
+        ending is refused at start). Plain ``http://`` only to this machine (``localhost``,
+        ``127.x``, ``::1``) unless ``allow_insecure_http`` is set.""",
+        note="required: the service's address, ending in /v1",
+        example="https://feedback.example.com/v1",
+    )
+    allow_insecure_http: bool = setting(
+        Flag(),
+        default=False,
+        doc="""Lets ``base_url`` be plain ``http://`` to another machine (the key then
+        crosses the network unencrypted).""",
+        note="let base_url be plain http:// to another machine (key unencrypted)",
+        example=True,
+    )
+    api_key: str = setting(
+        Text(),
+        secret=True,
+        doc="""The company's API key. Keep it in ``.dlt/secrets.toml`` or the environment,
+        never in a committed file.""",
+        note="required: the company's API key",
+    )
+    auth_method: str = setting(
+        Choice(AUTH_METHODS),
+        default="bearer",
+        doc="""How the key is sent: ``bearer`` (an ``Authorization: Bearer`` header),
+        ``basic`` (HTTP basic auth with the key as user name and an empty password) or
+        ``query`` (``?api_key=`` in every URL: avoid it, URLs end up in proxy logs).""",
+        note="bearer | basic | query (query puts the key in URLs: avoid)",
+    )
+    delete_mode: str = setting(
+        Choice(DELETE_MODES),
+        default="hard",
+        doc="""What a ``--full`` run does with rows deleted at the source: ``hard`` removes
+        them, ``soft`` keeps them with ``_deleted_at`` set.""",
+        note="--full: hard deletes rows gone at the source; soft sets _deleted_at",
+    )
+    # where the sync's requests are exchanged (``http_helper``)
+    http_process: str = setting(
+        Choice(HTTP_PROCESS),
+        default="auto",
+        doc="""Where a sync sends its requests from: ``on``, a helper process, so speaking
+        HTTP and reading answers run on another core than parsing and writing the rows;
+        ``off``, the sync's own process; ``auto`` (the default), ``on`` where the process
+        may use two CPUs or more (its affinity, and a container's CPU quota) on Linux or
+        macOS. Where the environment names a proxy for the service, requests go from the
+        sync's process.""",
+        note="send the sync's requests from a helper process: auto | on | off",
+    )
+    page_size: int = setting(
+        Integer(1, MAX_PAGE_SIZE),
+        default=100,
+        doc="Rows asked for per request, 1 to 100.",
+        note="1..100 rows per request",
+    )
+    max_concurrency: int = setting(
+        Integer(1, 256),
+        default=8,
+        doc="""Requests in flight at once, across every resource and the per-idea fan-out
+        (1 to 256).""",
+        note="requests in flight at once, across all resources",
+    )
+    requests_per_second: float | None = setting(
+        Number(0.01, optional=True),
+        default=None,
+        doc="""A client-side rate limit. Unset (or 0): none of its own; a service that
+        states its limit (``X-RateLimit-Limit``) is asked at 80% of it either way, or at
+        this rate when it is lower.""",
+        note="client-side rate limit (unset: none)",
+        example=10,
+    )
+    integration_types: tuple[str, ...] = setting(
+        Names(),
+        default=None,
+        doc="""Integration types whose links are listed by type on every run (a TOML list,
+        or comma-separated in the environment: ``zendesk,jira``). Unset: the types the last
+        full run saw, and links of a new type wait for the next ``--full``.""",
+        note="list links by type (cheap, complete per type)",
+        example=["zendesk", "intercom"],
+    )
+    idea_idxs: tuple[str, ...] = setting(
+        Names(),
+        default=None,
+        doc="""Extra ideas to read comments and links of when the service has no ``/ideas``
+        list (a list, like ``integration_types``).""",
+        note="extra ideas to poll when the service has no /ideas",
+        example=["ide_..."],
+    )
+    announcement_lookback_days: float = setting(
+        Number(0.0),
+        default=7,
+        doc="""How far before the newest published post seen a normal run re-reads posts,
+        in days (0 or more).""",
+        note="re-read posts published this long before the newest seen",
+    )
+    timeout_seconds: float = setting(
+        Number(0.01),
+        default=30,
+        doc="The time allowed for each request, in seconds.",
+        note="per request",
+    )
+    max_retries: int = setting(
+        Integer(0, 100),
+        default=8,
+        doc="""Retries per request after a 429, a 5xx, a timeout, a dropped connection or a
+        body that is not the expected JSON (0 to 100), with exponential backoff.""",
+        note="retries of 429 / 5xx / timeouts / dropped connections",
+    )
     # versioned history per entity (``warehouse/history.py``): True, False, or None for the
     # default (ideas and companies on where the warehouse keeps history)
-    history_ideas: bool | None = None
-    history_companies: bool | None = None
-    history_announcements: bool | None = None
-    # where the sync's requests are exchanged (``http_helper``): auto, on or off
-    http_process: str = "auto"
+    history_ideas: bool | None = setting(
+        Flag(optional=True),
+        default=None,
+        doc="""Keep the versioned history of ideas (``ideas_history``). Unset: on where the
+        warehouse keeps history (DuckDB, Parquet, PostgreSQL); on elsewhere is an error.""",
+        note="keep ideas_history (unset: on where the warehouse keeps history)",
+        example=True,
+    )
+    history_companies: bool | None = setting(
+        Flag(optional=True),
+        default=None,
+        doc="""Keep the versioned history of companies (``companies_history``). Unset: on
+        where the warehouse keeps history.""",
+        note="keep companies_history (unset: the same)",
+        example=True,
+    )
+    history_announcements: bool | None = setting(
+        Flag(optional=True),
+        default=None,
+        doc="""Keep the versioned history of announcements (``announcements_history``).
+        Unset: off.""",
+        note="keep announcements_history (unset: off)",
+        example=True,
+    )
 
     def history_choices(self) -> dict[str, bool | None]:
         """Each history setting's choice, by entity (None: not set)."""
@@ -83,110 +260,12 @@ class FeedbackSettings:
         Raises:
             ConfigError: naming the first setting that is missing or malformed.
         """
-        base_url = _text(raw.get("base_url"), "base_url").rstrip("/")
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigError(
-                f"{describe('base_url')} must be an http(s) URL such as "
-                f"https://feedback.example.com/v1, got {base_url!r}"
-            )
-        if parts.query or parts.fragment:
-            raise ConfigError(f"{describe('base_url')} must not carry a query or fragment")
-        # the spec: "{base_url}, the service base address, which ends with the version
-        # segment /v1"; a URL without it fails only at the first request, with a bare 404
-        version = parts.path.rsplit("/", 1)[-1]
-        if not re.fullmatch(r"v\d+", version):
-            raise ConfigError(
-                f"{describe('base_url')} must end with the API's version segment {API_VERSION}, "
-                f"as in {base_url}{API_VERSION}; got {base_url!r}"
-            )
-        if version != API_VERSION.strip("/"):
-            raise ConfigError(
-                f"{describe('base_url')} names API version {version}; feedback-sync speaks "
-                f"{API_VERSION.strip('/')} ({base_url.rsplit('/', 1)[0]}{API_VERSION}), got "
-                f"{base_url!r}"
-            )
-        insecure_ok = _flag(raw.get("allow_insecure_http", False), "allow_insecure_http")
-        if parts.scheme == "http" and not insecure_ok and not _is_loopback(parts.hostname):
-            raise ConfigError(
-                f"{describe('base_url')} is plain http:// to {parts.hostname}, not this "
-                "machine: the API key would cross the network unencrypted. Use https://, or "
-                f"set {describe('allow_insecure_http')} to true"
-            )
-        api_key = _text(raw.get("api_key"), "api_key", secret=True)
-        auth_method = _text(raw.get("auth_method", "bearer"), "auth_method").lower()
-        if auth_method not in AUTH_METHODS:
-            raise ConfigError(
-                f"{describe('auth_method')} must be one of {', '.join(AUTH_METHODS)}, "
-                f"got {auth_method!r}"
-            )
-        delete_mode = _text(raw.get("delete_mode", "hard"), "delete_mode").lower()
-        if delete_mode not in DELETE_MODES:
-            raise ConfigError(
-                f"{describe('delete_mode')} must be one of {', '.join(DELETE_MODES)}, "
-                f"got {delete_mode!r}"
-            )
-        http_process = _text(raw.get("http_process", "auto"), "http_process").lower()
-        if http_process not in HTTP_PROCESS:
-            raise ConfigError(
-                f"{describe('http_process')} must be one of {', '.join(HTTP_PROCESS)}, "
-                f"got {http_process!r}"
-            )
-        rps = raw.get("requests_per_second")
-        return cls(
-            base_url=base_url,
-            api_key=api_key,
-            auth_method=auth_method,
-            page_size=_int(raw.get("page_size", 100), "page_size", 1, MAX_PAGE_SIZE),
-            max_concurrency=_int(raw.get("max_concurrency", 8), "max_concurrency", 1, 256),
-            requests_per_second=(
-                None if rps in (None, 0, "") else _number(rps, "requests_per_second", minimum=0.01)
-            ),
-            integration_types=_names(raw.get("integration_types"), "integration_types"),
-            idea_idxs=_names(raw.get("idea_idxs"), "idea_idxs"),
-            announcement_lookback_days=_number(
-                raw.get("announcement_lookback_days", 7.0),
-                "announcement_lookback_days",
-                minimum=0.0,
-            ),
-            timeout_seconds=_number(
-                raw.get("timeout_seconds", 30.0), "timeout_seconds", minimum=0.01
-            ),
-            max_retries=_int(raw.get("max_retries", 8), "max_retries", 0, 100),
-            delete_mode=delete_mode,
-            history_ideas=_optional_flag(raw.get("history_ideas"), "history_ideas"),
-            history_companies=_optional_flag(raw.get("history_companies"), "history_companies"),
-            history_announcements=_optional_flag(
-                raw.get("history_announcements"), "history_announcements"
-            ),
-            http_process=http_process,
-        )
+        return cls(**SOURCE.check(raw))
 
 
-def _text(value: Any, name: str, *, secret: bool = False) -> str:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        where = ".dlt/secrets.toml" if secret else ".dlt/config.toml"
-        raise ConfigError(f"missing setting {describe(name)}: set it in {where} or the environment")
-    if not isinstance(value, str):
-        raise ConfigError(f"{describe(name)} must be a string, got {type(value).__name__}")
-    if secret and (value != value.strip() or any(c in value for c in "\r\n")):
-        raise ConfigError(f"{describe(name)} has surrounding whitespace or a line break")
-    return value.strip()
-
-
-def _flag(value: Any, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
-        return value.strip().lower() in ("true", "1")
-    raise ConfigError(f"{describe(name)} must be true or false, got {value!r}")
-
-
-def _optional_flag(value: Any, name: str) -> bool | None:
-    """A true/false setting whose absence means the default (None)."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    return _flag(value, name)
+SOURCE = Section(
+    SECTION, FeedbackSettings, rules={"allow_insecure_http": _encrypted_unless_allowed}
+)
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -201,50 +280,6 @@ def _is_loopback(host: str | None) -> bool:
         return False
 
 
-def _int(value: Any, name: str, low: int, high: int) -> int:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(
-            f"{describe(name)} must be an integer from {low} to {high}, got {value!r}"
-        )
-    return value
-
-
-def _number(value: Any, name: str, *, minimum: float) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if isinstance(value, bool) or not number >= minimum or number == float("inf"):
-        raise ConfigError(f"{describe(name)} must be a number >= {minimum:g}, got {value!r}")
-    return number
-
-
-def _names(value: Any, name: str) -> tuple[str, ...]:
-    """A list setting: a TOML/JSON list, or a comma-separated string from the environment."""
-    if value is None or value == "":
-        return ()
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise ConfigError(f"{describe(name)} is not a valid JSON list: {value!r}") from None
-    elif isinstance(value, str):
-        value = [part.strip() for part in value.split(",")]
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
-        raise ConfigError(f"{describe(name)} must be a list of strings, got {value!r}")
-    names: list[str] = []
-    for item in value:
-        if not isinstance(item, str) or not item.strip():
-            raise ConfigError(
-                f"{describe(name)} must be a list of non-empty strings, got {value!r}"
-            )
-        if item.strip() not in names:
-            names.append(item.strip())
-    return tuple(names)
-
-
 # stand-ins for a missing or malformed required setting while the others are checked
 _STAND_INS = {"base_url": "http://127.0.0.1/v1", "api_key": "stand-in"}
 
@@ -253,11 +288,7 @@ def settings_problems(**raw: Any) -> list[str]:
     """Every missing or malformed setting of ``raw`` at once (``validate`` stops at the
     first): each one found is replaced by its default, or a stand-in, and the rest checked
     again."""
-    from feedback_sync.api.config import FeedbackConfiguration
-
-    # every setting validate reads (the spec's fields: allow_insecure_http is one, though
-    # the checked settings keep no field of it)
-    fields = tuple(FeedbackConfiguration.get_resolvable_fields())
+    fields = SOURCE.names()
     problems: list[str] = []
     values = dict(raw)
     for _ in range(len(fields) + 1):
@@ -283,12 +314,9 @@ def settings_problems(**raw: Any) -> list[str]:
 def load_raw() -> dict[str, Any]:
     """``sources.feedback`` as dlt resolves it (environment, then ``.dlt/secrets.toml`` and
     ``.dlt/config.toml``), unchecked."""
-    from dlt.common.configuration import resolve_configuration
+    from feedback_sync.api.config import resolve_raw
 
-    from feedback_sync.api.config import FeedbackConfiguration
-
-    config = resolve_configuration(FeedbackConfiguration(), sections=("sources", "feedback"))
-    return {name: config[name] for name in config}
+    return resolve_raw(SOURCE)
 
 
 def load_settings(api_key: str | None = None) -> FeedbackSettings:

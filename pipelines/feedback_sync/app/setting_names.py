@@ -10,9 +10,10 @@ part of it reads; any other is one line that names the file or variable, the key
 nearest known name. dlt's own sections (``[runtime]``, ``[destination.*]``, ``[load]``,
 ...) and other sources' (``[sources.other]``) are left alone.
 
-The names of ``[sources.feedback]`` and ``[push]`` are the fields of their dlt
-configuration specs, read from the specs' source with ``ast`` (importing them imports dlt,
-0.9 s that ``status`` does not otherwise spend; a test holds the two to each other).
+The names of ``[sources.feedback]`` are its declaration's (``api/settings.py``, which
+imports no dlt). Those of ``[push]`` are the fields of its dlt configuration spec, read from
+the spec's source with ``ast`` (importing it imports dlt, 0.9 s that ``status`` does not
+otherwise spend; a test holds the two to each other).
 """
 
 from __future__ import annotations
@@ -27,9 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# section -> where its names are declared: (module, configspec class), or the names
-_SPECS: dict[str, tuple[str, str] | tuple[str, ...]] = {
-    "sources.feedback": ("feedback_sync.api.config", "FeedbackConfiguration"),
+from feedback_sync.api.declaration import Section
+from feedback_sync.api.settings import SOURCE
+
+# section -> where its names are declared: a declared section, (module, configspec class),
+# or the names
+_SPECS: dict[str, Section | tuple[str, str] | tuple[str, ...]] = {
+    SOURCE.path: SOURCE,
     "push": ("feedback_sync.push.settings", "PushConfiguration"),
     # models.project.sql_dir
     "models": ("sql_dir",),
@@ -76,6 +81,8 @@ def _env(section: str, key: str) -> str:
 def known_names(section: str) -> frozenset[str]:
     """The setting names of one owned section."""
     spec = _SPECS[section]
+    if isinstance(spec, Section):
+        return frozenset(spec.names())
     if len(spec) == 2 and spec[0].startswith("feedback_sync."):
         module, cls = spec
         return frozenset(_spec_fields(module, cls))
