@@ -34,7 +34,6 @@ PENDING: dict[str, set[str]] = {
         "app/report.py:render",
         "flows/sync.py:feedback_sync",
         "models/datatests.py:generic",
-        "push/kinds/followers.py:records",
         "push/run.py:_execute",
         "source/source.py:_per_idea_poll",
     },

@@ -229,6 +229,3 @@ def check_value(
         record.fields[name] = convert(value)
     except BadValue as exc:
         record.problems.append(f"{what or show_field(name)} {exc}")
-
-
-# followers ------------------------------------------------------------------------------

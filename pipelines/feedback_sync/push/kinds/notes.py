@@ -119,6 +119,3 @@ class IdeaNotes(Kind):
         return Request(
             "POST", f"comments/{quote(held.idx, safe='')}", {"message": record.fields[("message",)]}
         )
-
-
-# announcements ---------------------------------------------------------------------------
