@@ -41,7 +41,7 @@ from feedback_sync.push.journal import Journal, fields_hash
 from feedback_sync.push.kinds import KINDS
 from feedback_sync.push.kinds.base import Context, Request, show_field
 from feedback_sync.push.kinds.followers import FollowerResolver
-from feedback_sync.push.plan import Step, TargetPlan, plan_target
+from feedback_sync.push.plan import Limits, Step, TargetPlan, plan_target
 from feedback_sync.push.settings import PushSettings, load_push_settings
 from feedback_sync.push.targets import TargetSpec, load_targets, render
 from feedback_sync.push.values import shown
@@ -446,16 +446,12 @@ def _plan(
     if spec.key not in names:
         raise ConfigError(f"push target {spec.name}: its SQL has no key column {spec.key!r}")
     rows = [dict(zip(names, row, strict=True)) for row in tuples]
-    plan = plan_target(
-        spec,
-        kind,
-        rows,
-        ctx,
-        journal,
+    limits = Limits(
         max_change_share=push_settings.max_change_share,
         min_rows=push_settings.max_change_min_rows,
         force=force,
     )
+    plan = plan_target(spec, kind, rows, ctx, journal, limits=limits)
     plan.recovered = recovered
     if kind.provides_parents:
         resolver.planned.update(s.key for s in plan.steps if s.action == "create")
@@ -495,14 +491,7 @@ def _send(
         _apply(plan, ctx, journal, resolver, result, client)
     for step in plan.steps:
         if step.action in ("invalid", "held") and step.outcome is None:
-            journal.row(
-                journal.next_seq(),
-                spec.name,
-                step.key,
-                step.action,
-                step.action,
-                message=step.reason,
-            )
+            journal.row(journal.next_seq(), step, step.action, message=step.reason)
 
 
 def _adopt(plan: TargetPlan, journal: Journal) -> None:
@@ -601,7 +590,7 @@ def _execute(
     while True:
         attempts += 1
         seq = journal.next_seq()
-        journal.row(seq, name, step.key, step.action, "intent", idx=step.idx, payload=request.body)
+        journal.row(seq, step, "intent", idx=step.idx, payload=request.body)
         try:
             body = ctx.client.send_json(
                 request.method,
@@ -636,9 +625,7 @@ def _execute(
                         result.custom_attributes_disabled = (
                             f"learned from {step.label}: {exc.detail}"
                         )
-                journal.row(
-                    seq, name, step.key, step.action, "rejected", status=403, message=exc.detail
-                )
+                journal.row(seq, step, "rejected", status=403, message=exc.detail)
                 request, stripped = kind.strip_custom(request)
                 if request is None:
                     _rejected(step, name, journal, resolver, 403, NOTHING_LEFT)
@@ -668,7 +655,7 @@ def _held_by_parent(
 ) -> bool:
     """Whether a create is held back because its parent (a follower) failed to land; a
     create whose parent landed gets its request made anew (it names the parent's idx)."""
-    kind, name = plan.kind, plan.spec.name
+    kind = plan.kind
     parent = (
         kind.parent(step.record) if step.record is not None and step.action == "create" else None
     )
@@ -680,7 +667,7 @@ def _held_by_parent(
             "held",
             f"held back: its author {parent} did not land ({failure})",
         )
-        journal.row(journal.next_seq(), name, step.key, step.action, "held", message=step.message)
+        journal.row(journal.next_seq(), step, "held", message=step.message)
         return True
     if step.record is not None:
         step.request = kind.create(step.record, ctx)
@@ -723,7 +710,7 @@ def _unknown_create(
         note = "not found yet, the next run looks for it again"
         _unanswered(step, name, seq, exc, note, journal, resolver)
         return False
-    journal.row(seq, name, step.key, step.action, "absent", status=exc.status, message=exc.detail)
+    journal.row(seq, step, "absent", status=exc.status, message=exc.detail)
     return _again(step, exc, attempts, ctx.client, resolver)
 
 
@@ -767,7 +754,7 @@ def _settle_unknown_change(
         note = "not sent again now, the next run reads it and decides"
         _unanswered(step, name, seq, exc, note, journal, resolver)
         return True
-    journal.row(seq, name, step.key, step.action, "unknown", status=exc.status, message=exc.detail)
+    journal.row(seq, step, "unknown", status=exc.status, message=exc.detail)
     return False
 
 
@@ -783,7 +770,7 @@ def _unanswered(
     """A write that got no answer at all: its outcome is unknown, journaled as such."""
     step.outcome, step.status = "unknown", None
     step.message = f"{exc.detail}; {note}"
-    journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
+    journal.row(seq, step, "unknown", message=step.message)
     _failed(step, resolver)
 
 
@@ -803,7 +790,7 @@ def _confirmed(
     ``whole``: all the record's fields landed (not so when custom fields were dropped)."""
     step.outcome, step.idx, step.message = "confirmed", idx or step.idx, note
     desired = step.record.fields if step.record is not None and whole else None
-    journal.confirm(seq, name, step.key, step.action, step.idx, request.body, desired, message=note)
+    journal.confirm(seq, step, idx=step.idx, payload=request.body, desired=desired, message=note)
     if step.record is not None and "email" in step.record.extra and step.idx:
         resolver.landed(step.key, step.idx)
 
@@ -820,9 +807,7 @@ def _rejected(
     step.outcome, step.status, step.message = "rejected", status, message
     journal.row(
         seq if seq is not None else journal.next_seq(),
-        name,
-        step.key,
-        step.action,
+        step,
         "rejected",
         idx=step.idx,
         status=status,
