@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 from urllib.parse import quote
 
@@ -14,6 +13,7 @@ from feedback_sync.push.kinds.base import (
     Field,
     Held,
     Kind,
+    Parents,
     Record,
     Request,
     check_value,
@@ -28,6 +28,7 @@ class Followers(Kind):
     resource = "followers"
     provides_parents = True
     sends_custom_attributes = True
+    custom_fields = "attributes and companies"
     delete_options = ("delete", "reassign")
     order = 20
 
@@ -169,9 +170,15 @@ class Followers(Kind):
     def delete(self, idx: str, option: str) -> Request:
         return Request("DELETE", f"followers/{quote(idx, safe='')}", params={"content": option})
 
+    def parents(self, ctx: Context, applied: bool) -> Parents:
+        return FollowerResolver(ctx, applied)
+
+    def carries_custom(self, request: Request) -> bool:
+        return bool({"attributes", "companies"} & set(request.body or {}))
+
     def strip_custom(self, request: Request) -> tuple[Request | None, bool]:
         body = dict(request.body or {})
-        had = "attributes" in body or "companies" in body
+        had = self.carries_custom(request)
         body.pop("attributes", None)
         body.pop("companies", None)
         if request.path.startswith("followers/") and not body:
@@ -336,25 +343,21 @@ def _json_object(value: Any, record: Record) -> dict[str, Any]:
     return {k: v for k, v in value.items() if v is not None}
 
 
-class FollowerResolver:
+class FollowerResolver(Parents):
     """Email -> follower idx: this run's followers target first, then the copy, then a search."""
 
     def __init__(self, ctx: Context, applied: bool) -> None:
+        super().__init__()
         self._ctx = ctx
         self._applied = applied
-        self._lock = threading.Lock()
-        self.found: dict[str, str] = {}
-        self.planned: set[str] = set()
-        self.failed: dict[str, str] = {}
         self._copy: dict[str, str] | None = None
 
-    def landed(self, email: str, idx: str) -> None:
-        with self._lock:
-            self.found[email.lower()] = idx
+    def landed(self, key: str, idx: str) -> None:
+        super().landed(key.lower(), idx)
 
-    def __call__(self, email: str) -> str | None:
-        key = email.lower()
-        with self._lock:
+    def __call__(self, key: str) -> str | None:
+        email, key = key, key.lower()
+        with self.lock:
             if key in self.found:
                 return self.found[key]
             if key in self.planned and not self._applied:
@@ -371,7 +374,7 @@ class FollowerResolver:
                 return self._copy[key]
         held = Followers().live(self._ctx, [(key, None)], {}).get(key)
         if held is not None:
-            with self._lock:
+            with self.lock:
                 self.found[key] = held.idx
             return held.idx
         return None
