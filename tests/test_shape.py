@@ -42,7 +42,6 @@ PENDING: dict[str, set[str]] = {
         "app/sync.py:_record_history",
         "app/sync.py:_run_sync",
         "app/sync.py:run_sync",
-        "push/run.py:run_push",
         "source/source.py:_per_idea_poll",
         "warehouse/reconcile.py:_remove",
     },

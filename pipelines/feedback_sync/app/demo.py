@@ -21,7 +21,7 @@ from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.app import report
 from feedback_sync.app.sync import SyncResult, run_sync
 from feedback_sync.package_data import package_path
-from feedback_sync.push.run import PushResult, run_push
+from feedback_sync.push.run import PushOptions, PushResult, run_push
 from feedback_sync.push.settings import PushSettings
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import serve_in_thread
@@ -108,8 +108,7 @@ def run(scale: str = "demo", seed: int = 1) -> int:
         def push(apply: bool) -> PushResult:
             return run_push(
                 target,
-                targets=targets,
-                apply=apply,
+                PushOptions(targets=targets, apply=apply),
                 settings=settings,
                 push_settings=push_settings,
             )

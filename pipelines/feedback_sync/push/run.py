@@ -247,47 +247,32 @@ class PushOptions:
 
 def run_push(
     target: Target,
+    options: PushOptions | None = None,
     *,
-    targets: list[str] | None = None,
-    apply: bool = False,
-    force: bool = False,
     settings: FeedbackSettings | None = None,
     push_settings: PushSettings | None = None,
-    sql_folder: str | Path | None = None,
-    push_dir: Path | None = None,
     transport: httpx.BaseTransport | None = None,
     out: IO[str] | None = None,
-    lock_wait: float = 0.0,
-    progress: str = "auto",
-    progress_every: float = 5.0,
 ) -> PushResult:
-    """Plans (and with ``apply`` sends) the push targets.
+    """Plans (and with ``options.apply`` sends) the push targets.
 
-    Progress goes to ``out`` (stderr by default) as ``progress`` chooses (``progress.py``,
-    as a sync's); the report is the caller's to print (``PushResult.report``).
+    Progress goes to ``out`` (stderr by default) as ``options.progress`` chooses
+    (``progress.py``, as a sync's); the report is the caller's to print
+    (``PushResult.report``).
 
     Holds ``target``'s run lock throughout (``warehouse.runlock``), as a sync does: the
     journal and the diff never meet a sync's half-done load.
 
-    The targets are ``<sql folder>/push/*.sql`` (``models.project.sql_dir``: ``sql_folder``,
-    else the configured or shipped one; ``push_dir`` names another folder of targets), and
-    ``ref()`` reads the models of that SQL folder.
+    The targets are ``<sql folder>/push/*.sql`` (``models.project.sql_dir``:
+    ``options.sql_folder``, else the configured or shipped one; ``options.push_dir`` names
+    another folder of targets), and ``ref()`` reads the models of that SQL folder.
 
     Raises:
         ConfigError: bad input or configuration (exit code 2): an unknown target, a target
             asked for whose curated input is missing, an unreadable file, a model that fails.
         WarehouseBusy: another run holds the warehouse (nothing was done).
     """
-    options = PushOptions(
-        targets=targets,
-        apply=apply,
-        force=force,
-        sql_folder=sql_folder,
-        push_dir=push_dir,
-        lock_wait=lock_wait,
-        progress=progress,
-        progress_every=progress_every,
-    )
+    options = options or PushOptions()
     root = sql_dir(options.sql_folder)
     push_dir = root / "push" if options.push_dir is None else options.push_dir
     if not push_dir.is_dir():
