@@ -33,7 +33,7 @@ class _Fields(dict[Any, Any]):
 class _Context:
     """A stand-in planning context: every follower exists."""
 
-    def follower_idx(self, email: str) -> str:
+    def parent_idx(self, key: str) -> str:
         return "flw"
 
 

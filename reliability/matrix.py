@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 from feedback_sync.app.failures import explain
 from feedback_sync.push.kinds.base import marked_key
-from feedback_sync.push.run import run_push
+from feedback_sync.push.run import PushOptions, run_push
 from feedback_sync.push.settings import PushSettings
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import serve_in_thread
@@ -308,8 +308,7 @@ def push_cell(kind: str, rate: float, seed: int, workdir: Path) -> Cell:
             try:
                 result = run_push(
                     harness.target(),
-                    targets=["followers", "idea_notes"],
-                    apply=True,
+                    PushOptions(targets=["followers", "idea_notes"], apply=True),
                     settings=harness.settings(),
                     push_settings=settings,
                     out=io.StringIO(),
@@ -355,7 +354,7 @@ def push_aftermath(
     # nothing may be left to do: a preview plans no change
     preview = run_push(
         harness.target(),
-        targets=list(targets),
+        PushOptions(targets=list(targets)),
         settings=harness.settings(),
         push_settings=settings,
         out=io.StringIO(),

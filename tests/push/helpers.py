@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from feedback_sync.push.run import PushResult, run_push
+from feedback_sync.push.run import PushOptions, PushResult, run_push
 from feedback_sync.push.settings import PushSettings
 
 from tests.sync.harness import Harness
@@ -97,9 +97,7 @@ def push(
     harness.mark_requests()
     return run_push(
         harness.target(),
-        targets=targets,
-        apply=apply,
-        force=force,
+        PushOptions(targets=targets, apply=apply, force=force),
         settings=harness.settings(**overrides),
         push_settings=settings,
         out=io.StringIO(),

@@ -359,20 +359,17 @@ def test_deletes_only_when_opted_in_and_only_what_it_pushed(
 ) -> None:
     import io
 
-    from feedback_sync.push.run import run_push
+    from feedback_sync.push.run import PushOptions, run_push
     from feedback_sync.push.settings import PushSettings
 
     def run(push_dir: Path | None = None) -> Any:
         harness.mark_requests()
         return run_push(
             harness.target(),
-            targets=["followers"],
-            apply=True,
-            force=True,
+            PushOptions(targets=["followers"], apply=True, force=True, push_dir=push_dir),
             settings=harness.settings(),
             push_settings=PushSettings(curated_dir=synced, note_author_email=BOT),
             out=io.StringIO(),
-            **({"push_dir": push_dir} if push_dir else {}),
         )
 
     rows = accounts(harness.dump())
@@ -424,18 +421,20 @@ def test_a_note_whose_author_failed_is_held_then_lands_next_run(
 def test_modes_insert_and_update(harness: Harness, synced: Path, tmp_path: Path, mode: str) -> None:
     import io
 
-    from feedback_sync.push.run import run_push
+    from feedback_sync.push.run import PushOptions, run_push
     from feedback_sync.push.settings import PushSettings
 
     write_csv(synced / "accounts.csv", accounts(harness.dump()))
     harness.mark_requests()
     result = run_push(
         harness.target(),
-        targets=["followers"],
-        apply=True,
+        PushOptions(
+            targets=["followers"],
+            apply=True,
+            push_dir=_targets_with(tmp_path, "followers", "mode", mode),
+        ),
         settings=harness.settings(),
         push_settings=PushSettings(curated_dir=synced, note_author_email=BOT),
-        push_dir=_targets_with(tmp_path, "followers", "mode", mode),
         out=io.StringIO(),
     )
     counts = result.counts(result.plans[0])

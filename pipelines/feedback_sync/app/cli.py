@@ -522,7 +522,7 @@ def _run_push(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
     with _heavy_imports():
-        from feedback_sync.push.run import run_push
+        from feedback_sync.push.run import PushOptions, run_push
         from feedback_sync.push.settings import load_push_settings
 
     targets = [t.strip() for t in args.targets.split(",") if t.strip()] if args.targets else None
@@ -530,16 +530,15 @@ def _run_push(args: argparse.Namespace) -> int:
         raise UsageError("--targets needs at least one target name")
     try:
         push_settings = load_push_settings(curated_dir=args.curated_dir, sample_size=args.samples)
-        result = run_push(
-            _target(args),
+        options = PushOptions(
             targets=targets,
             apply=args.apply,
             force=args.force,
-            push_settings=push_settings,
             sql_folder=args.sql_dir,
             lock_wait=_wait(args),
             progress=args.progress,
         )
+        result = run_push(_target(args), options, push_settings=push_settings)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     if args.json:

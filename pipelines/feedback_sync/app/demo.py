@@ -21,7 +21,7 @@ from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.app import report
 from feedback_sync.app.sync import SyncOptions, SyncResult, run_sync
 from feedback_sync.package_data import package_path
-from feedback_sync.push.run import PushResult, run_push
+from feedback_sync.push.run import PushOptions, PushResult, run_push
 from feedback_sync.push.settings import PushSettings
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import serve_in_thread
@@ -137,8 +137,7 @@ def _push_back(target: Target, scale: str, settings: FeedbackSettings) -> bool:
     def push(apply: bool) -> PushResult:
         return run_push(
             target,
-            targets=targets,
-            apply=apply,
+            PushOptions(targets=targets, apply=apply),
             settings=settings,
             push_settings=push_settings,
         )

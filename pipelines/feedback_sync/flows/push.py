@@ -33,7 +33,7 @@ from feedback_sync.flows.logs import RunLogStream, forwarded
 from feedback_sync.flows.secrets import api_key
 from feedback_sync.flows.sync import flow_target
 from feedback_sync.flows.writer_slot import take_writer_slot
-from feedback_sync.push.run import PushResult, run_push
+from feedback_sync.push.run import PushOptions, PushResult, run_push
 from feedback_sync.push.settings import load_push_settings
 from feedback_sync.redaction import SCRUBBER, install_log_filters
 from feedback_sync.warehouse.target import Target
@@ -49,9 +49,7 @@ def push(target: Target, targets: list[str] | None, apply: bool, force: bool) ->
     with forwarded(logger):
         result = run_push(
             target,
-            targets=targets,
-            apply=apply,
-            force=force,
+            PushOptions(targets=targets, apply=apply, force=force),
             settings=load_settings(api_key=key),
             push_settings=load_push_settings(),
             out=cast(IO[str], stream),

@@ -25,7 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from feedback_sync.warehouse.engines import Engine
 
@@ -84,6 +84,20 @@ class Known:
     deleted: bool
     # the desired fields the server last confirmed (``fields_hash``)
     desired_hash: str | None = None
+
+
+class About(Protocol):
+    """What a journal row is about: a target's key and the action planned for it (a plan's
+    ``Step``, or an earlier run's ``Pending`` intent)."""
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def action(self) -> str: ...
 
 
 @dataclass
@@ -157,9 +171,7 @@ class Journal:
     def row(
         self,
         seq: int,
-        target: str,
-        key: str,
-        action: str,
+        about: About,
         state: str,
         *,
         idx: str | None = None,
@@ -169,15 +181,16 @@ class Journal:
     ) -> None:
         """One journal row, committed before this returns."""
         with self._lock:
-            self._insert_row(seq, target, key, action, state, idx, payload, status, message)
+            self._insert_row(
+                seq, about, state, idx=idx, payload=payload, status=status, message=message
+            )
 
     def _insert_row(
         self,
         seq: int,
-        target: str,
-        key: str,
-        action: str,
+        about: About,
         state: str,
+        *,
         idx: str | None,
         payload: Any,
         status: int | None,
@@ -188,9 +201,9 @@ class Journal:
             [
                 self.run_id,
                 seq,
-                target,
-                key,
-                action,
+                about.target,
+                about.key,
+                about.action,
                 state,
                 idx,
                 payload_hash(payload) if payload is not None else None,
@@ -205,14 +218,11 @@ class Journal:
     def confirm(
         self,
         seq: int,
-        target: str,
-        key: str,
-        action: str,
+        about: About,
+        *,
         idx: str | None,
         payload: Any,
         desired: dict[tuple[str, ...], Any] | None,
-        *,
-        state: str = "confirmed",
         message: str | None = None,
     ) -> None:
         """The server confirmed a write: its outcome row and the snapshot move together, in
@@ -220,8 +230,18 @@ class Journal:
         with self._lock:
             self.con.execute("begin transaction")
             try:
-                self._insert_row(seq, target, key, action, state, idx, payload, 200, message)
-                self._snapshot(target, key, idx, payload, desired, time.time(), action == "delete")
+                self._insert_row(
+                    seq, about, "confirmed", idx=idx, payload=payload, status=200, message=message
+                )
+                self._snapshot(
+                    about.target,
+                    about.key,
+                    idx=idx,
+                    payload=payload,
+                    desired=desired,
+                    at=time.time(),
+                    deleted=about.action == "delete",
+                )
                 self.con.execute("commit")
             except BaseException:
                 self.con.execute("rollback")
@@ -239,13 +259,17 @@ class Journal:
         """A key matched an object the push did not (knowingly) write: already right, taken
         over by name or idx, or found after a crash (``recent``: the warehouse copy is older
         than it, so the next plan reads it from the service). Remembered by idx."""
+        at = time.time() if recent else 0.0
         with self._lock:
-            self._snapshot(target, key, idx, None, desired, time.time() if recent else 0.0, False)
+            self._snapshot(
+                target, key, idx=idx, payload=None, desired=desired, at=at, deleted=False
+            )
 
     def _snapshot(
         self,
         target: str,
         key: str,
+        *,
         idx: str | None,
         payload: Any,
         desired: dict[tuple[str, ...], Any] | None,
@@ -293,7 +317,15 @@ class Journal:
             [target, self.run_id],
         )
         return [
-            Pending(r, int(s), t, k, a, idx, json.loads(p) if p else None)
+            Pending(
+                run_id=r,
+                seq=int(s),
+                target=t,
+                key=k,
+                action=a,
+                idx=idx,
+                payload=json.loads(p) if p else None,
+            )
             for r, s, t, k, a, idx, p in rows
         ]
 

@@ -85,6 +85,17 @@ def diff(record: Record, held: Held | None, nulls: frozenset[str]) -> dict[Field
     return changes
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The safety limits: a plan whose desired set is empty, or that would update or delete
+    more than ``max_change_share`` of the rows it manages (when it manages at least
+    ``min_rows``), is refused unless ``force``."""
+
+    max_change_share: float
+    min_rows: int = 10
+    force: bool = False
+
+
 def plan_target(
     spec: TargetSpec,
     kind: Kind,
@@ -92,9 +103,7 @@ def plan_target(
     ctx: Context,
     journal: Journal,
     *,
-    max_change_share: float,
-    force: bool,
-    min_rows: int = 10,
+    limits: Limits,
 ) -> TargetPlan:
     """What a target's rows ask of the service, step by step: each valid record is compared
     with the warehouse's copy first and read from the API only where that copy may be
@@ -118,7 +127,7 @@ def plan_target(
     for key in to_read:
         plan.steps.append(_step(spec, kind, ctx, valid[key], live.get(key), owners))
     _deletes(plan, {r.key for r in records}, known_idx)
-    plan.refused = _refusal(plan, bool(records), known_idx, max_change_share, min_rows, force)
+    plan.refused = _refusal(plan, bool(records), known_idx, limits)
     return plan
 
 
@@ -243,13 +252,11 @@ def _refusal(
     plan: TargetPlan,
     any_records: bool,
     known_idx: dict[str, str],
-    max_change_share: float,
-    min_rows: int,
-    force: bool,
+    limits: Limits,
 ) -> str | None:
     """Why the plan is not sent (an empty desired set, too large a share changed), unless
-    ``force``."""
-    if force:
+    forced."""
+    if limits.force:
         return None
     counts = plan.counts()
     changing = counts["update"] + counts["delete"]
@@ -261,9 +268,9 @@ def _refusal(
     )
     if not any_records:
         return "its desired set is empty (a broken model or a missing file?)"
-    if base >= min_rows and changing / base > max_change_share:
+    if base >= limits.min_rows and changing / base > limits.max_change_share:
         return (
             f"it would update or delete {changing} of the {base} rows it manages "
-            f"({changing / base:.0%}, more than the limit of {max_change_share:.0%})"
+            f"({changing / base:.0%}, more than the limit of {limits.max_change_share:.0%})"
         )
     return None

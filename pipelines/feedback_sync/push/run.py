@@ -10,8 +10,13 @@ Order of a run:
    rows, plan (``plan.py``);
 3. preview: print counts, samples and payloads; nothing is sent;
 4. apply: targets refused by a safety limit are skipped; each write is journaled as an
-   intent, sent, and its outcome journaled. The first write of a target goes alone (a 403
-   for custom attributes is learned from it, once), the rest ``max_concurrency`` at a time.
+   intent, sent, and its outcome journaled (``send.py``). The first write of a target goes
+   alone (a 403 for custom attributes is learned from it, once), the rest
+   ``max_concurrency`` at a time.
+
+The runner asks each target's kind (``kinds/``) what only that kind needs: which records
+wait for a parent (a note for its author) and why one is held back, which objects are the
+parents and how they are found, which requests carry custom attributes.
 
 Exit codes (``PushResult.exit_code``): 0 when everything planned landed, 1 when rows were
 invalid, rejected or held, a target was refused, or the run failed.
@@ -21,10 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -33,15 +36,15 @@ import httpx
 
 from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.settings import FeedbackSettings, load_settings
-from feedback_sync.errors import ApiError, ConfigError, ModelError, NotFound, OutcomeUnknown
+from feedback_sync.errors import ConfigError, ModelError
 from feedback_sync.models.project import load_project, sql_dir
 from feedback_sync.progress import Figures, Progress
 from feedback_sync.push import curated as curated_inputs
 from feedback_sync.push.journal import Journal, fields_hash
 from feedback_sync.push.kinds import KINDS
-from feedback_sync.push.kinds.base import Context, Request, show_field
-from feedback_sync.push.kinds.followers import FollowerResolver
-from feedback_sync.push.plan import Step, TargetPlan, plan_target
+from feedback_sync.push.kinds.base import Context, Kind, Parents, show_field
+from feedback_sync.push.plan import Limits, Step, TargetPlan, plan_target
+from feedback_sync.push.send import Sender
 from feedback_sync.push.settings import PushSettings, load_push_settings
 from feedback_sync.push.targets import TargetSpec, load_targets, render
 from feedback_sync.push.values import shown
@@ -51,7 +54,6 @@ from feedback_sync.warehouse.engines import Engine, has_schema, records
 from feedback_sync.warehouse.target import Target
 
 log = logging.getLogger("feedback_sync")
-NOTHING_LEFT = "custom attributes are disabled at the service; nothing else to send"
 ACTIONS = ("create", "update", "delete", "unchanged", "invalid", "rejected", "held")
 WRITE_ACTIONS = frozenset({"create", "update", "delete"})
 
@@ -225,117 +227,105 @@ def _samples(plan: TargetPlan, samples: int, applied: bool) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class PushOptions:
+    """What one push run does: the targets it plans (None: every one), whether it sends
+    (``apply``) or only previews, whether a refused target is sent anyway (``force``), the
+    SQL folder whose models ``ref()`` reads (``models.project.sql_dir``: None is the
+    configured or shipped one) and the folder of targets (None: its ``push/``), how long it
+    waits for the warehouse's run lock, and how it shows its progress (``progress.py``)."""
+
+    targets: list[str] | None = None
+    apply: bool = False
+    force: bool = False
+    sql_folder: str | Path | None = None
+    push_dir: Path | None = None
+    lock_wait: float = 0.0
+    progress: str = "auto"
+    progress_every: float = 5.0
+
+
 def run_push(
     target: Target,
+    options: PushOptions | None = None,
     *,
-    targets: list[str] | None = None,
-    apply: bool = False,
-    force: bool = False,
     settings: FeedbackSettings | None = None,
     push_settings: PushSettings | None = None,
-    sql_folder: str | Path | None = None,
-    push_dir: Path | None = None,
     transport: httpx.BaseTransport | None = None,
     out: IO[str] | None = None,
-    lock_wait: float = 0.0,
-    progress: str = "auto",
-    progress_every: float = 5.0,
 ) -> PushResult:
-    """Plans (and with ``apply`` sends) the push targets.
+    """Plans (and with ``options.apply`` sends) the push targets.
 
-    Progress goes to ``out`` (stderr by default) as ``progress`` chooses (``progress.py``,
-    as a sync's); the report is the caller's to print (``PushResult.report``).
+    Progress goes to ``out`` (stderr by default) as ``options.progress`` chooses
+    (``progress.py``, as a sync's); the report is the caller's to print
+    (``PushResult.report``).
 
     Holds ``target``'s run lock throughout (``warehouse.runlock``), as a sync does: the
     journal and the diff never meet a sync's half-done load.
 
-    The targets are ``<sql folder>/push/*.sql`` (``models.project.sql_dir``: ``sql_folder``,
-    else the configured or shipped one; ``push_dir`` names another folder of targets), and
-    ``ref()`` reads the models of that SQL folder.
+    The targets are ``<sql folder>/push/*.sql`` (``models.project.sql_dir``:
+    ``options.sql_folder``, else the configured or shipped one; ``options.push_dir`` names
+    another folder of targets), and ``ref()`` reads the models of that SQL folder.
 
     Raises:
         ConfigError: bad input or configuration (exit code 2): an unknown target, a target
             asked for whose curated input is missing, an unreadable file, a model that fails.
         WarehouseBusy: another run holds the warehouse (nothing was done).
     """
-    root = sql_dir(sql_folder)
-    push_dir = root / "push" if push_dir is None else push_dir
+    options = options or PushOptions()
+    root = sql_dir(options.sql_folder)
+    push_dir = root / "push" if options.push_dir is None else options.push_dir
     if not push_dir.is_dir():
         raise ConfigError(f"{push_dir}: no such folder (the push targets, <sql folder>/push/)")
-    rows = "rows sent" if apply else "writes planned"
-    shown = Progress("push", out, mode=progress, every=progress_every, rows=rows)
-    with runlock.hold(target, "push --apply" if apply else "push (preview)", lock_wait), shown:
-        return _run_push(
-            target, targets, apply, force, settings, push_settings, root, push_dir, transport, shown
-        )
+    rows = "rows sent" if options.apply else "writes planned"
+    shown = Progress("push", out, mode=options.progress, every=options.progress_every, rows=rows)
+    setup = _Setup(target=target, options=options, root=root, push_dir=push_dir, shown=shown)
+    doing = "push --apply" if options.apply else "push (preview)"
+    with runlock.hold(target, doing, options.lock_wait), shown:
+        return _run_push(setup, settings=settings, push_settings=push_settings, transport=transport)
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What ``run_push`` settled before it took the run lock."""
+
+    target: Target
+    options: PushOptions
+    root: Path  # the SQL folder, whose models ``ref()`` reads
+    push_dir: Path  # the targets
+    shown: Progress
 
 
 def _run_push(
-    target: Target,
-    targets: list[str] | None,
-    apply: bool,
-    force: bool,
+    setup: _Setup,
+    *,
     settings: FeedbackSettings | None,
     push_settings: PushSettings | None,
-    root: Path,
-    push_dir: Path,
     transport: httpx.BaseTransport | None,
-    out: Progress,
 ) -> PushResult:
     started = time.perf_counter()
     push_settings = push_settings or load_push_settings()
-    specs = load_targets(push_dir)
-    declared = curated_inputs.load_declarations(push_dir / "curated.toml")
-    if targets:
-        unknown = [t for t in targets if t not in specs]
-        if unknown:
-            raise ConfigError(
-                f"unknown push target(s) {', '.join(unknown)}; the targets are {', '.join(specs)}"
-            )
-    chosen = [specs[t] for t in (targets or specs)]
-    chosen.sort(key=lambda s: (KINDS[s.kind].order, s.name))
+    chosen, declared = _chosen(setup)
     settings = settings or load_settings()
-    result = PushResult(applied=apply, where=f"{target.describe()} -> {settings.base_url}")
+    target, options = setup.target, setup.options
+    result = PushResult(applied=options.apply, where=f"{target.describe()} -> {settings.base_url}")
     with contextlib.ExitStack() as opened:
         try:
             engine, where = opened.enter_context(target.open_models())
         except ModelError as exc:
             raise ConfigError(str(exc)) from None
         client = FeedbackClient(settings, transport=transport)
-        out.watch(lambda: _figures(result, client))
+        setup.shown.watch(lambda: _figures(result, client))
         try:
             if not has_schema(engine, "staging"):
                 raise ConfigError(
                     f"{where} has no staging models: run `feedback-sync models` (or a sync) first"
                 )
             journal = Journal(engine)
-            result.run_id = journal.start(apply, force, [s.name for s in chosen])
-            try:
-                _run(
-                    result,
-                    root,
-                    chosen,
-                    declared,
-                    engine,
-                    target,
-                    client,
-                    journal,
-                    push_settings,
-                    explicit=bool(targets),
-                    apply=apply,
-                    force=force,
-                    out=out,
-                )
-            except BaseException as exc:
-                result.error = (
-                    SCRUBBER.scrub(str(exc)) if isinstance(exc, Exception) else type(exc).__name__
-                )
-                journal.finish("failed", result.totals(), result.error)
-                raise
-            status = (
-                "preview" if not apply else ("ok" if result.exit_code() == 0 else "rows_failed")
-            )
-            journal.finish(status, result.totals(), None)
+            result.run_id = journal.start(options.apply, options.force, [s.name for s in chosen])
+            base = Context(engine, target.dataset, client, "")
+            run = _Run(setup, push_settings, journal, result, base)
+            run.journaled(chosen, declared)
         finally:
             result.seconds = time.perf_counter() - started
             writes = sum(n for r, n in client.stats.by_resource.items() if r.startswith("write:"))
@@ -346,44 +336,161 @@ def _run_push(
     return result
 
 
-def _run(
-    result: PushResult,
-    root: Path,
-    chosen: list[TargetSpec],
-    declared: dict[str, curated_inputs.CuratedTable],
-    con: Engine,
-    target: Target,
-    client: FeedbackClient,
-    journal: Journal,
-    push_settings: PushSettings,
-    *,
-    explicit: bool,
-    apply: bool,
-    force: bool,
-    out: Progress,
-) -> None:
-    """Each chosen target in turn: its inputs, its plan, and (``apply``) its writes."""
-    project = load_project(root)
-    refs = {m.name: m.relation for m in project.models}
-    variables: dict[str, Any] = {"note_author_email": push_settings.note_author_email}
-    base = Context(con, target.dataset, client, "")
-    base.known_ideas = _set(base, "select idea_idx as idx from staging.ideas")
-    resolver = FollowerResolver(base, apply)
-    folder = push_settings.curated_dir if target.reads_curated_files else None
-    for spec in chosen:
-        sources, reason = _inputs(spec, declared, con, folder, variables, refs)
-        if reason is not None:
-            if explicit:
-                raise ConfigError(f"push target {spec.name}: {reason}")
-            result.skipped[spec.name] = reason
-            continue
-        ctx = Context(con, target.dataset, client, spec.name, resolver, base.known_ideas)
-        out.stage(f"planning {spec.name}")
-        out.say(f"push: planning {spec.name} ...")
-        plan = _plan(spec, sources, refs, variables, ctx, journal, resolver, push_settings, force)
-        result.plans.append(plan)
-        if apply:
-            _send(plan, ctx, journal, resolver, result, client, out)
+def _chosen(setup: _Setup) -> tuple[list[TargetSpec], dict[str, curated_inputs.CuratedTable]]:
+    """The targets asked for (all, by default), parents first, and the curated inputs
+    declared beside them.
+
+    Raises:
+        ConfigError: a target asked for does not exist.
+    """
+    wanted = setup.options.targets
+    specs = load_targets(setup.push_dir)
+    declared = curated_inputs.load_declarations(setup.push_dir / "curated.toml")
+    if wanted:
+        unknown = [t for t in wanted if t not in specs]
+        if unknown:
+            raise ConfigError(
+                f"unknown push target(s) {', '.join(unknown)}; the targets are {', '.join(specs)}"
+            )
+    chosen = [specs[t] for t in (wanted or specs)]
+    chosen.sort(key=lambda s: (KINDS[s.kind].order, s.name))
+    return chosen, declared
+
+
+class _Run:
+    """One push run once the warehouse is open: each chosen target in turn, its inputs, its
+    plan and (``apply``) its writes, all journaled."""
+
+    def __init__(
+        self,
+        setup: _Setup,
+        push_settings: PushSettings,
+        journal: Journal,
+        result: PushResult,
+        base: Context,
+    ) -> None:
+        self.setup = setup
+        self.options = setup.options
+        self.push_settings = push_settings
+        self.journal = journal
+        self.result = result
+        # the warehouse and the client, for no target yet
+        self.base = base
+        base.known_ideas = _set(base, "select idea_idx as idx from staging.ideas")
+        self.parents = _parents(base, self.options.apply)
+
+    def journaled(
+        self, chosen: list[TargetSpec], declared: dict[str, curated_inputs.CuratedTable]
+    ) -> None:
+        """Runs the targets and journals how the run ended: preview, ok, rows_failed, or
+        failed with why."""
+        result, journal = self.result, self.journal
+        try:
+            self._targets(chosen, declared)
+        except BaseException as exc:
+            result.error = (
+                SCRUBBER.scrub(str(exc)) if isinstance(exc, Exception) else type(exc).__name__
+            )
+            journal.finish("failed", result.totals(), result.error)
+            raise
+        if not self.options.apply:
+            status = "preview"
+        else:
+            status = "ok" if result.exit_code() == 0 else "rows_failed"
+        journal.finish(status, result.totals(), None)
+
+    def _targets(
+        self, chosen: list[TargetSpec], declared: dict[str, curated_inputs.CuratedTable]
+    ) -> None:
+        """Each chosen target in turn: its inputs, its plan, and (``apply``) its writes."""
+        base, shown = self.base, self.setup.shown
+        project = load_project(self.setup.root)
+        refs = {m.name: m.relation for m in project.models}
+        variables = self.push_settings.variables()
+        reads_files = self.setup.target.reads_curated_files
+        folder = self.push_settings.curated_dir if reads_files else None
+        for spec in chosen:
+            sources, reason = _inputs(spec, declared, base.con, folder, variables, refs)
+            if reason is not None:
+                if self.options.targets:
+                    raise ConfigError(f"push target {spec.name}: {reason}")
+                self.result.skipped[spec.name] = reason
+                continue
+            ctx = Context(
+                con=base.con,
+                dataset=base.dataset,
+                client=base.client,
+                target=spec.name,
+                parent_idx=self.parents,
+                known_ideas=base.known_ideas,
+            )
+            shown.stage(f"planning {spec.name}")
+            shown.say(f"push: planning {spec.name} ...")
+            sql = render(spec, sources, refs, variables)
+            plan = self._plan(spec, sql, ctx)
+            self.result.plans.append(plan)
+            if self.options.apply:
+                self._send(plan, ctx)
+
+    def _plan(self, spec: TargetSpec, sql: str, ctx: Context) -> TargetPlan:
+        """The target's rows (its ``sql``) read, diffed with the service and the journal,
+        and each step's request made; creates whose parent will not exist are held back."""
+        con, journal = ctx.con, self.journal
+        kind = KINDS[spec.kind]
+        ctx.taken_idxs = {k.idx for k in journal.known(spec.name).values() if k.idx}
+        recovered = _recover(journal, spec, kind, ctx)
+        try:
+            names, tuples = con.query(con.translate(sql))
+        except con.errors as exc:
+            raise ConfigError(f"push target {spec.name} ({spec.path.name}) failed: {exc}") from None
+        if spec.key not in names:
+            raise ConfigError(f"push target {spec.name}: its SQL has no key column {spec.key!r}")
+        rows = [dict(zip(names, row, strict=True)) for row in tuples]
+        limits = Limits(
+            max_change_share=self.push_settings.max_change_share,
+            min_rows=self.push_settings.max_change_min_rows,
+            force=self.options.force,
+        )
+        plan = plan_target(spec, kind, rows, ctx, journal, limits=limits)
+        plan.recovered = recovered
+        if kind.provides_parents:
+            self.parents.planned.update(s.key for s in plan.steps if s.action == "create")
+        for step in plan.steps:
+            if step.action != "create" or step.record is None:
+                continue
+            step.request = kind.create(step.record, ctx)
+            why = kind.held(step.record, self.parents, planning=True)
+            if why is not None:
+                step.action, step.reason = "held", why
+        return plan
+
+    def _send(self, plan: TargetPlan, ctx: Context) -> None:
+        """Applies a plan: records adopted, writes sent (unless refused), and the steps that
+        were not sent (invalid, held) journaled with why."""
+        spec, journal = plan.spec, self.journal
+        _adopt(plan, journal)
+        if not plan.refused and plan.writes():
+            self.setup.shown.stage(f"sending {spec.name}")
+            self.setup.shown.say(f"push: sending {spec.name}: {len(plan.writes()):,} write(s) ...")
+            sender = Sender(plan, ctx, journal, self.parents)
+            try:
+                sender.send()
+            finally:
+                if sender.custom.learned is not None:
+                    self.result.custom_attributes_disabled = sender.custom.learned
+        for step in plan.steps:
+            if step.action in ("invalid", "held") and step.outcome is None:
+                journal.row(journal.next_seq(), step, step.action, message=step.reason)
+
+
+def _parents(base: Context, applied: bool) -> Parents:
+    """The registry of the objects other records wait for, from the kind that provides
+    them (a plain one when none does)."""
+    for kind in KINDS.values():
+        parents = kind.parents(base, applied)
+        if parents is not None:
+            return parents
+    return Parents()
 
 
 def _inputs(
@@ -421,90 +528,6 @@ def _inputs(
     return sources, reason
 
 
-def _plan(
-    spec: TargetSpec,
-    sources: dict[str, str],
-    refs: dict[str, str],
-    variables: dict[str, Any],
-    ctx: Context,
-    journal: Journal,
-    resolver: FollowerResolver,
-    push_settings: PushSettings,
-    force: bool,
-) -> TargetPlan:
-    """The target's rows read, diffed with the service and the journal, and each step's
-    request made; steps whose parent (a follower) will not exist are held back."""
-    con = ctx.con
-    kind = KINDS[spec.kind]
-    ctx.taken_idxs = {k.idx for k in journal.known(spec.name).values() if k.idx}
-    recovered = _recover(journal, spec, kind, ctx)
-    sql = render(spec, sources, refs, variables)
-    try:
-        names, tuples = con.query(con.translate(sql))
-    except con.errors as exc:
-        raise ConfigError(f"push target {spec.name} ({spec.path.name}) failed: {exc}") from None
-    if spec.key not in names:
-        raise ConfigError(f"push target {spec.name}: its SQL has no key column {spec.key!r}")
-    rows = [dict(zip(names, row, strict=True)) for row in tuples]
-    plan = plan_target(
-        spec,
-        kind,
-        rows,
-        ctx,
-        journal,
-        max_change_share=push_settings.max_change_share,
-        min_rows=push_settings.max_change_min_rows,
-        force=force,
-    )
-    plan.recovered = recovered
-    if kind.provides_parents:
-        resolver.planned.update(s.key for s in plan.steps if s.action == "create")
-    for step in plan.steps:
-        if step.action == "create" and step.record is not None:
-            step.request = kind.create(step.record, ctx)
-        parent = (
-            kind.parent(step.record)
-            if step.record is not None and step.action in ("create",)
-            else None
-        )
-        if parent is not None and parent in resolver.failed:
-            step.action = "held"
-            step.reason = f"held back: its author {parent} did not land ({resolver.failed[parent]})"
-        elif parent is not None and resolver(parent) is None:
-            step.action = "held"
-            step.reason = f"its author {parent} is not a follower (add them to curated.accounts)"
-    return plan
-
-
-def _send(
-    plan: TargetPlan,
-    ctx: Context,
-    journal: Journal,
-    resolver: FollowerResolver,
-    result: PushResult,
-    client: FeedbackClient,
-    out: Progress,
-) -> None:
-    """Applies a plan: records adopted, writes sent (unless refused), and the steps that
-    were not sent (invalid, held) journaled with why."""
-    spec = plan.spec
-    _adopt(plan, journal)
-    if not plan.refused and plan.writes():
-        out.stage(f"sending {spec.name}")
-        out.say(f"push: sending {spec.name}: {len(plan.writes()):,} write(s) ...")
-        _apply(plan, ctx, journal, resolver, result, client)
-    for step in plan.steps:
-        if step.action in ("invalid", "held") and step.outcome is None:
-            journal.row(
-                journal.next_seq(),
-                spec.name,
-                step.key,
-                step.action,
-                step.action,
-                message=step.reason,
-            )
-
-
 def _adopt(plan: TargetPlan, journal: Journal) -> None:
     """Unchanged records the snapshot does not know as they are (matched by email, name,
     marker or idx; or right already): remembered with their idx and fields."""
@@ -525,7 +548,7 @@ def _set(ctx: Context, sql: str) -> set[str]:
         return set()
 
 
-def _recover(journal: Journal, spec: TargetSpec, kind: Any, ctx: Context) -> int:
+def _recover(journal: Journal, spec: TargetSpec, kind: Kind, ctx: Context) -> int:
     """Closes the intents an interrupted run left for this target."""
     pending = journal.pending(spec.name)
     for item in pending:
@@ -541,296 +564,3 @@ def _recover(journal: Journal, spec: TargetSpec, kind: Any, ctx: Context) -> int
         else:
             journal.resolve(item, "absent", None, "the interrupted create had not landed")
     return len(pending)
-
-
-def _apply(
-    plan: TargetPlan,
-    ctx: Context,
-    journal: Journal,
-    resolver: FollowerResolver,
-    result: PushResult,
-    client: FeedbackClient,
-) -> None:
-    steps = plan.writes()
-    if not steps:
-        return
-    state = {"custom_disabled": False}
-    lock = threading.Lock()
-
-    def one(step: Step) -> None:
-        _execute(step, plan, ctx, journal, resolver, result, state, lock)
-
-    # the first write goes alone, one that carries custom fields if there is one: a 403
-    # for custom attributes is learned from it, once
-    first = next((s for s in steps if set(_body(s)) & {"attributes", "companies"}), steps[0])
-    one(first)
-    with ThreadPoolExecutor(
-        max_workers=client.settings.max_concurrency, thread_name_prefix="feedback-push"
-    ) as pool:
-        list(pool.map(one, [s for s in steps if s is not first]))
-
-
-def _body(step: Step) -> dict[str, Any]:
-    return step.request.body or {} if step.request is not None else {}
-
-
-def _execute(
-    step: Step,
-    plan: TargetPlan,
-    ctx: Context,
-    journal: Journal,
-    resolver: FollowerResolver,
-    result: PushResult,
-    state: dict[str, bool],
-    lock: threading.Lock,
-) -> None:
-    """Sends one step's write and journals what came of it: confirmed, rejected, held,
-    unknown (looked for first, on a later run), or sent again while ``_again`` allows."""
-    kind, name = plan.kind, plan.spec.name
-    if _held_by_parent(step, plan, ctx, journal, resolver):
-        return
-    request = step.request
-    assert request is not None
-    stripped = False
-    if state["custom_disabled"]:
-        request, stripped = kind.strip_custom(request)
-        if request is None:
-            _rejected(step, name, journal, resolver, 403, NOTHING_LEFT)
-            return
-    attempts = 0
-    while True:
-        attempts += 1
-        seq = journal.next_seq()
-        journal.row(seq, name, step.key, step.action, "intent", idx=step.idx, payload=request.body)
-        try:
-            body = ctx.client.send_json(
-                request.method,
-                request.path,
-                request.body,
-                params=request.params,
-                resource=f"write:{kind.resource}",
-                # never sent again blindly: an update that timed out may still land, and
-                # sending it again would apply it twice. What to do is decided below
-                idempotent=False,
-            )
-        except OutcomeUnknown as exc:
-            if step.action != "create":
-                settled = _settle_unknown_change(step, name, seq, exc, request, journal, resolver)
-                if not settled and _again(step, exc, attempts, ctx.client, resolver):
-                    continue
-                return
-            if _unknown_create(step, plan, ctx, seq, exc, request, journal, resolver, attempts):
-                continue
-            return
-        except NotFound as exc:
-            if step.action == "delete":
-                _confirmed(step, name, seq, step.idx, request, journal, resolver, "already gone")
-                return
-            _rejected(step, name, journal, resolver, exc.status, exc.detail, seq)
-            return
-        except ApiError as exc:
-            if exc.status == 403 and kind.sends_custom_attributes and not stripped:
-                with lock:
-                    if not state["custom_disabled"]:
-                        state["custom_disabled"] = True
-                        result.custom_attributes_disabled = (
-                            f"learned from {step.label}: {exc.detail}"
-                        )
-                journal.row(
-                    seq, name, step.key, step.action, "rejected", status=403, message=exc.detail
-                )
-                request, stripped = kind.strip_custom(request)
-                if request is None:
-                    _rejected(step, name, journal, resolver, 403, NOTHING_LEFT)
-                    return
-                continue
-            _rejected(step, name, journal, resolver, exc.status, exc.detail, seq)
-            return
-        idx = kind.created_idx(body) if step.action == "create" else step.idx
-        note = (
-            "sent without attributes and companies (custom attributes are disabled)"
-            if stripped
-            else None
-        )
-        _confirmed(step, name, seq, idx, request, journal, resolver, note, whole=not stripped)
-        if stripped:
-            step.outcome, step.status, step.message = (
-                "rejected",
-                403,
-                "landed without attributes and companies: "
-                "custom attributes are disabled at the service",
-            )
-        return
-
-
-def _held_by_parent(
-    step: Step, plan: TargetPlan, ctx: Context, journal: Journal, resolver: FollowerResolver
-) -> bool:
-    """Whether a create is held back because its parent (a follower) failed to land; a
-    create whose parent landed gets its request made anew (it names the parent's idx)."""
-    kind, name = plan.kind, plan.spec.name
-    parent = (
-        kind.parent(step.record) if step.record is not None and step.action == "create" else None
-    )
-    if parent is None:
-        return False
-    failure = resolver.failed.get(parent)
-    if failure is not None:
-        step.outcome, step.message = (
-            "held",
-            f"held back: its author {parent} did not land ({failure})",
-        )
-        journal.row(journal.next_seq(), name, step.key, step.action, "held", message=step.message)
-        return True
-    if step.record is not None:
-        step.request = kind.create(step.record, ctx)
-    return False
-
-
-def _unknown_create(
-    step: Step,
-    plan: TargetPlan,
-    ctx: Context,
-    seq: int,
-    exc: OutcomeUnknown,
-    request: Request,
-    journal: Journal,
-    resolver: FollowerResolver,
-    attempts: int,
-) -> bool:
-    """A create whose outcome is unknown: looked for at the service, and confirmed if it
-    landed; with no answer at all it stays unknown for the next run to look for; when the
-    service answered and it is absent, True if it may be sent again."""
-    kind, name = plan.kind, plan.spec.name
-    try:
-        found = kind.lookup(ctx, step.key, request.body)
-    except ApiError as lookup_failed:
-        found = None
-        exc = OutcomeUnknown(
-            exc.resource,
-            exc.method,
-            exc.url,
-            exc.status,
-            f"{exc.detail}; the lookup failed too: {lookup_failed.detail}",
-        )
-    if found is not None:
-        landed = "landed (found after an unknown outcome)"
-        _confirmed(step, name, seq, found, request, journal, resolver, landed)
-        return False
-    if exc.status is None:
-        # no answer at all (a timeout, a dropped connection): the service may still be
-        # making it. Not sent again now; the next run looks for it first
-        note = "not found yet, the next run looks for it again"
-        _unanswered(step, name, seq, exc, note, journal, resolver)
-        return False
-    journal.row(seq, name, step.key, step.action, "absent", status=exc.status, message=exc.detail)
-    return _again(step, exc, attempts, ctx.client, resolver)
-
-
-def _again(
-    step: Step,
-    exc: OutcomeUnknown,
-    attempts: int,
-    client: FeedbackClient,
-    resolver: FollowerResolver,
-) -> bool:
-    """After a write that did not land: True once it has waited to send it again; False
-    when the attempts are used up (the step is then reported as unknown)."""
-    if attempts <= client.settings.max_retries:
-        client.wait_before_retry(attempts)
-        return True
-    step.outcome, step.status, step.message = "unknown", exc.status, exc.detail
-    _failed(step, resolver)
-    return False
-
-
-def _settle_unknown_change(
-    step: Step,
-    name: str,
-    seq: int,
-    exc: OutcomeUnknown,
-    request: Request,
-    journal: Journal,
-    resolver: FollowerResolver,
-) -> bool:
-    """An update or delete whose outcome is unknown: settled (True), or to be sent again.
-
-    A 2xx whose body was unreadable landed. No answer at all (a timeout, a dropped
-    connection) may still land: it is not sent again in this run, and the next run reads the
-    record and sends only what is still missing. An error answer (5xx) is sent again.
-    """
-    if exc.status is not None and 200 <= exc.status < 300:
-        note = f"landed (the service answered {exc.status}; its answer was unreadable)"
-        _confirmed(step, name, seq, step.idx, request, journal, resolver, note)
-        return True
-    if exc.status is None:
-        note = "not sent again now, the next run reads it and decides"
-        _unanswered(step, name, seq, exc, note, journal, resolver)
-        return True
-    journal.row(seq, name, step.key, step.action, "unknown", status=exc.status, message=exc.detail)
-    return False
-
-
-def _unanswered(
-    step: Step,
-    name: str,
-    seq: int,
-    exc: OutcomeUnknown,
-    note: str,
-    journal: Journal,
-    resolver: FollowerResolver,
-) -> None:
-    """A write that got no answer at all: its outcome is unknown, journaled as such."""
-    step.outcome, step.status = "unknown", None
-    step.message = f"{exc.detail}; {note}"
-    journal.row(seq, name, step.key, step.action, "unknown", message=step.message)
-    _failed(step, resolver)
-
-
-def _confirmed(
-    step: Step,
-    name: str,
-    seq: int,
-    idx: str | None,
-    request: Request,
-    journal: Journal,
-    resolver: FollowerResolver,
-    note: str | None,
-    *,
-    whole: bool = True,
-) -> None:
-    """The server confirmed the write: its outcome and the snapshot move together.
-    ``whole``: all the record's fields landed (not so when custom fields were dropped)."""
-    step.outcome, step.idx, step.message = "confirmed", idx or step.idx, note
-    desired = step.record.fields if step.record is not None and whole else None
-    journal.confirm(seq, name, step.key, step.action, step.idx, request.body, desired, message=note)
-    if step.record is not None and "email" in step.record.extra and step.idx:
-        resolver.landed(step.key, step.idx)
-
-
-def _rejected(
-    step: Step,
-    name: str,
-    journal: Journal,
-    resolver: FollowerResolver,
-    status: int | None,
-    message: str,
-    seq: int | None = None,
-) -> None:
-    step.outcome, step.status, step.message = "rejected", status, message
-    journal.row(
-        seq if seq is not None else journal.next_seq(),
-        name,
-        step.key,
-        step.action,
-        "rejected",
-        idx=step.idx,
-        status=status,
-        message=message,
-    )
-    _failed(step, resolver)
-
-
-def _failed(step: Step, resolver: FollowerResolver) -> None:
-    if step.record is not None and "email" in step.record.extra:
-        resolver.failed[step.key] = step.message or "failed"

@@ -52,6 +52,10 @@ class PushSettings:
     note_author_email: str | None = None
     sample_size: int = 5
 
+    def variables(self) -> dict[str, Any]:
+        """The settings a target's SQL reads with ``{{ var('name') }}``."""
+        return {"note_author_email": self.note_author_email}
+
     @classmethod
     def validate(cls, **raw: Any) -> PushSettings:
         """Raises ConfigError naming the first malformed setting."""

@@ -190,6 +190,3 @@ def announcement_fields(item: dict[str, Any]) -> dict[Field, Any]:
             c.get("idx") for c in item.get("categories") or [] if isinstance(c, dict)
         ],
     }
-
-
-# topics and statuses ---------------------------------------------------------------------

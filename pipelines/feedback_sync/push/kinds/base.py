@@ -1,5 +1,6 @@
 """What every push kind shares: records, requests, the context a kind plans in, the
-marker notes and announcements carry, and ``Kind``, the interface each kind implements.
+marker notes and announcements carry, the parents some records wait for (``Parents``), and
+``Kind``, the interface each kind implements.
 
 A record's fields are flat, keyed by tuples (``("companies", "acct-1", "plan")``), so the
 diff compares only what the target maps, field by field; ``None`` means "not mapped for
@@ -13,6 +14,7 @@ answer was lost (a crash, a timeout) is found again instead of being sent twice.
 from __future__ import annotations
 
 import re
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -90,8 +92,8 @@ class Context:
     dataset: str
     client: FeedbackClient
     target: str
-    # an email -> the follower's idx, from this run's followers target first
-    follower_idx: Callable[[str], str | None] = lambda email: None
+    # a parent's key -> its idx (``Parents``: this run's writes first)
+    parent_idx: Callable[[str], str | None] = lambda key: None
     known_ideas: set[str] = field(default_factory=set)
     # idxs other keys of this target hold (the journal), which a lookup must not claim
     taken_idxs: set[str] = field(default_factory=set)
@@ -136,6 +138,33 @@ def unwrap(body: dict[str, Any]) -> dict[str, Any]:
     return data if isinstance(data, dict) else body
 
 
+class Parents:
+    """The objects other records wait for, by key (a note waits for its author, a
+    follower): those this run plans to create, those that landed (their idx) and those that
+    failed (why). Shared by the threads that send. The kind whose objects are parents
+    (``Kind.provides_parents``) makes one that also finds those this run did not write
+    (``Kind.parents``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.found: dict[str, str] = {}
+        self.planned: set[str] = set()
+        self.failed: dict[str, str] = {}
+
+    def landed(self, key: str, idx: str) -> None:
+        with self.lock:
+            self.found[key] = idx
+
+    def fail(self, key: str, why: str) -> None:
+        with self.lock:
+            self.failed[key] = why
+
+    def __call__(self, key: str) -> str | None:
+        """The idx of the parent ``key``, or None when there is no such object."""
+        with self.lock:
+            return self.found.get(key)
+
+
 class Kind(ABC):
     """The behaviour of one API resource."""
 
@@ -144,11 +173,12 @@ class Kind(ABC):
     delete_options: ClassVar[tuple[str, ...]] = ("yes",)
     order: ClassVar[int]  # parents first
     # whether other kinds' records name one of this kind's as their parent (``parent()``):
-    # a create planned here lets them wait for it instead of being held back
+    # a create planned here lets them wait for it instead of being held back (``parents``)
     provides_parents: ClassVar[bool] = False
     # whether its writes carry custom attributes, which a service may refuse with 403
-    # (``strip_custom`` then drops them)
+    # (``strip_custom`` then drops them; ``custom_fields`` names them in the report)
     sends_custom_attributes: ClassVar[bool] = False
+    custom_fields: ClassVar[str] = "custom attributes"
 
     @abstractmethod
     def records(self, rows: list[dict[str, Any]], key: str, ctx: Context) -> list[Record]:
@@ -188,13 +218,28 @@ class Kind(ABC):
         return held.idx if held else None
 
     def parent(self, record: Record) -> str | None:
-        """The follower email this record needs to exist first, if any."""
+        """The key of the parent this record needs to exist first, if any (an object of the
+        kind that ``provides_parents``)."""
+        return None
+
+    def held(self, record: Record, parents: Parents, *, planning: bool = False) -> str | None:
+        """Why the create of ``record`` is held back: its parent failed to land in this run,
+        or (``planning``) is nowhere to be found. None: it may be sent."""
+        return None
+
+    def parents(self, ctx: Context, applied: bool) -> Parents | None:
+        """The parents registry, for the kind that ``provides_parents`` (``applied``: the
+        creates planned will be sent, not only previewed)."""
         return None
 
     def create_problems(self, record: Record) -> list[str]:
         """Why a record that does not exist yet cannot be created (fields the API requires
         on create only)."""
         return []
+
+    def carries_custom(self, request: Request) -> bool:
+        """Whether the request carries custom attributes (the write a 403 is learned from)."""
+        return False
 
     def strip_custom(self, request: Request) -> tuple[Request | None, bool]:
         """The request without custom attributes (learned 403), and whether it had any."""
@@ -229,6 +274,3 @@ def check_value(
         record.fields[name] = convert(value)
     except BadValue as exc:
         record.problems.append(f"{what or show_field(name)} {exc}")
-
-
-# followers ------------------------------------------------------------------------------

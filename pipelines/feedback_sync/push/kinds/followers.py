@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 from urllib.parse import quote
 
@@ -14,6 +13,7 @@ from feedback_sync.push.kinds.base import (
     Field,
     Held,
     Kind,
+    Parents,
     Record,
     Request,
     check_value,
@@ -28,51 +28,20 @@ class Followers(Kind):
     resource = "followers"
     provides_parents = True
     sends_custom_attributes = True
+    custom_fields = "attributes and companies"
     delete_options = ("delete", "reassign")
     order = 20
 
     def records(self, rows: list[dict[str, Any]], key: str, ctx: Context) -> list[Record]:
-        groups: dict[str, list[dict[str, Any]]] = {}
-        out: list[Record] = []
-        for n, row in enumerate(rows, 1):
-            raw = row.get(key)
-            try:
-                address = values.email(raw)
-            except BadValue as exc:
-                shown = raw if raw is not None else "(none)"
-                out.append(
-                    Record(
-                        f"(row {n})",
-                        str(shown),
-                        problems=[f"email {exc}" if raw is not None else "email is required"],
-                    )
-                )
-                continue
-            groups.setdefault(address.lower(), []).append(row)
+        groups, out = _by_email(rows, key)
         companies: dict[str, dict[str, Any]] = {}
         company_owner: dict[str, list[Record]] = {}
         for email_key, group in groups.items():
             record = Record(email_key, email_key)
             record.extra["email"] = values.email(group[0][key])
             out.append(record)
-            for column, field_name in (("name", ("name",)),):
-                seen = {
-                    json.dumps(r.get(column), default=str)
-                    for r in group
-                    if r.get(column) is not None
-                }
-                if len(seen) > 1:
-                    record.problems.append(f"rows disagree on {column}: {', '.join(sorted(seen))}")
-                first = next((r.get(column) for r in group if r.get(column) is not None), None)
-                check_value(record, field_name, values.text, first)
-            attributes: dict[str, Any] = {}
-            for r in group:
-                for k, v in _json_object(r.get("attributes"), record).items():
-                    if k in attributes and attributes[k] != v:
-                        record.problems.append(f"rows disagree on attribute {k!r}")
-                    attributes[k] = v
-            for k, v in attributes.items():
-                check_value(record, ("attributes", k), values.json_scalar, v, f"attribute {k!r}")
+            _name(record, group)
+            _attributes(record, group)
             seen_ids: set[str] = set()
             for r in group:
                 cid = r.get("company_id")
@@ -83,48 +52,8 @@ class Followers(Kind):
                     record.problems.append(f"duplicate key: more than one row for company {cid}")
                     continue
                 seen_ids.add(cid)
-                if r.get("company_name") is None:
-                    record.problems.append(
-                        f"company {cid}: company_name is required with company_id "
-                        "(the API needs both)"
-                    )
-                check_value(record, ("companies", cid, "name"), values.text, r.get("company_name"))
-                check_value(
-                    record,
-                    ("companies", cid, "monthly_spend"),
-                    values.number,
-                    r.get("monthly_spend"),
-                )
-                check_value(record, ("companies", cid, "plan"), values.text, r.get("plan"))
-                for k, v in _json_object(r.get("company_fields"), record).items():
-                    if k in ("id", "name", "monthly_spend", "attributes"):
-                        record.problems.append(
-                            f"company field company__{k} clashes with the API's own field"
-                        )
-                        continue
-                    check_value(
-                        record,
-                        ("companies", cid, k),
-                        values.json_scalar,
-                        v,
-                        f"company {cid} field {k!r}",
-                    )
-                mine = {
-                    f[2]: v for f, v in record.fields.items() if f[0] == "companies" and f[1] == cid
-                }
-                theirs = companies.setdefault(cid, {})
-                for f, v in mine.items():
-                    if f in theirs and not values.same(v, theirs[f]):
-                        conflict = (
-                            f"company {cid}: rows disagree on {f} ({values.shown(theirs[f])} "
-                            f"vs {values.shown(v)}); the service keeps one value per company"
-                        )
-                        record.problems.append(conflict)
-                        for other in company_owner.get(cid, []):
-                            if conflict not in other.problems:
-                                other.problems.append(conflict)
-                    theirs.setdefault(f, v)
-                company_owner.setdefault(cid, []).append(record)
+                _company(record, cid, r)
+                _agree(record, cid, companies.setdefault(cid, {}), company_owner)
         return out
 
     def copy(
@@ -241,14 +170,109 @@ class Followers(Kind):
     def delete(self, idx: str, option: str) -> Request:
         return Request("DELETE", f"followers/{quote(idx, safe='')}", params={"content": option})
 
+    def parents(self, ctx: Context, applied: bool) -> Parents:
+        return FollowerResolver(ctx, applied)
+
+    def carries_custom(self, request: Request) -> bool:
+        return bool({"attributes", "companies"} & set(request.body or {}))
+
     def strip_custom(self, request: Request) -> tuple[Request | None, bool]:
         body = dict(request.body or {})
-        had = "attributes" in body or "companies" in body
+        had = self.carries_custom(request)
         body.pop("attributes", None)
         body.pop("companies", None)
         if request.path.startswith("followers/") and not body:
             return None, had  # an update that only changed custom fields: nothing left
         return Request(request.method, request.path, body, request.params), had
+
+
+def _by_email(
+    rows: list[dict[str, Any]], key: str
+) -> tuple[dict[str, list[dict[str, Any]]], list[Record]]:
+    """Rows grouped by their email (any case); rows without a valid one become invalid
+    records."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    out: list[Record] = []
+    for n, row in enumerate(rows, 1):
+        raw = row.get(key)
+        try:
+            address = values.email(raw)
+        except BadValue as exc:
+            shown = raw if raw is not None else "(none)"
+            out.append(
+                Record(
+                    f"(row {n})",
+                    str(shown),
+                    problems=[f"email {exc}" if raw is not None else "email is required"],
+                )
+            )
+            continue
+        groups.setdefault(address.lower(), []).append(row)
+    return groups, out
+
+
+def _name(record: Record, group: list[dict[str, Any]]) -> None:
+    """The follower's name: the rows of one email must agree on it."""
+    names = [r["name"] for r in group if r.get("name") is not None]
+    seen = {json.dumps(name, default=str) for name in names}
+    if len(seen) > 1:
+        record.problems.append(f"rows disagree on name: {', '.join(sorted(seen))}")
+    check_value(record, ("name",), values.text, names[0] if names else None)
+
+
+def _attributes(record: Record, group: list[dict[str, Any]]) -> None:
+    """The follower's custom attributes, merged from its rows (which must agree)."""
+    attributes: dict[str, Any] = {}
+    for r in group:
+        for k, v in _json_object(r.get("attributes"), record).items():
+            if k in attributes and attributes[k] != v:
+                record.problems.append(f"rows disagree on attribute {k!r}")
+            attributes[k] = v
+    for k, v in attributes.items():
+        check_value(record, ("attributes", k), values.json_scalar, v, f"attribute {k!r}")
+
+
+def _company(record: Record, cid: str, row: dict[str, Any]) -> None:
+    """One company of the follower, from one row: its name, spend, plan and own fields."""
+    if row.get("company_name") is None:
+        record.problems.append(
+            f"company {cid}: company_name is required with company_id (the API needs both)"
+        )
+    check_value(record, ("companies", cid, "name"), values.text, row.get("company_name"))
+    check_value(
+        record, ("companies", cid, "monthly_spend"), values.number, row.get("monthly_spend")
+    )
+    check_value(record, ("companies", cid, "plan"), values.text, row.get("plan"))
+    for k, v in _json_object(row.get("company_fields"), record).items():
+        if k in ("id", "name", "monthly_spend", "attributes"):
+            record.problems.append(f"company field company__{k} clashes with the API's own field")
+            continue
+        check_value(
+            record, ("companies", cid, k), values.json_scalar, v, f"company {cid} field {k!r}"
+        )
+
+
+def _agree(
+    record: Record,
+    cid: str,
+    theirs: dict[str, Any],
+    company_owner: dict[str, list[Record]],
+) -> None:
+    """The service keeps one value per company field: a follower whose company fields differ
+    from another's (``theirs``: the values seen first) is invalid, and so is that other."""
+    mine = {f[2]: v for f, v in record.fields.items() if f[0] == "companies" and f[1] == cid}
+    for f, v in mine.items():
+        if f in theirs and not values.same(v, theirs[f]):
+            conflict = (
+                f"company {cid}: rows disagree on {f} ({values.shown(theirs[f])} "
+                f"vs {values.shown(v)}); the service keeps one value per company"
+            )
+            record.problems.append(conflict)
+            for other in company_owner.get(cid, []):
+                if conflict not in other.problems:
+                    other.problems.append(conflict)
+        theirs.setdefault(f, v)
+    company_owner.setdefault(cid, []).append(record)
 
 
 def _companies(
@@ -319,28 +343,21 @@ def _json_object(value: Any, record: Record) -> dict[str, Any]:
     return {k: v for k, v in value.items() if v is not None}
 
 
-# idea notes ------------------------------------------------------------------------------
-
-
-class FollowerResolver:
+class FollowerResolver(Parents):
     """Email -> follower idx: this run's followers target first, then the copy, then a search."""
 
     def __init__(self, ctx: Context, applied: bool) -> None:
+        super().__init__()
         self._ctx = ctx
         self._applied = applied
-        self._lock = threading.Lock()
-        self.found: dict[str, str] = {}
-        self.planned: set[str] = set()
-        self.failed: dict[str, str] = {}
         self._copy: dict[str, str] | None = None
 
-    def landed(self, email: str, idx: str) -> None:
-        with self._lock:
-            self.found[email.lower()] = idx
+    def landed(self, key: str, idx: str) -> None:
+        super().landed(key.lower(), idx)
 
-    def __call__(self, email: str) -> str | None:
-        key = email.lower()
-        with self._lock:
+    def __call__(self, key: str) -> str | None:
+        email, key = key, key.lower()
+        with self.lock:
             if key in self.found:
                 return self.found[key]
             if key in self.planned and not self._applied:
@@ -357,7 +374,7 @@ class FollowerResolver:
                 return self._copy[key]
         held = Followers().live(self._ctx, [(key, None)], {}).get(key)
         if held is not None:
-            with self._lock:
+            with self.lock:
                 self.found[key] = held.idx
             return held.idx
         return None

@@ -12,6 +12,7 @@ from feedback_sync.push.kinds.base import (
     Field,
     Held,
     Kind,
+    Parents,
     Record,
     Request,
     duplicate_problems,
@@ -56,6 +57,16 @@ class IdeaNotes(Kind):
     def parent(self, record: Record) -> str | None:
         author = record.extra.get("author_email")
         return author.lower() if isinstance(author, str) else None
+
+    def held(self, record: Record, parents: Parents, *, planning: bool = False) -> str | None:
+        author = self.parent(record)
+        if author is None:
+            return None
+        if author in parents.failed:
+            return f"held back: its author {author} did not land ({parents.failed[author]})"
+        if planning and parents(author) is None:
+            return f"its author {author} is not a follower (add them to curated.accounts)"
+        return None
 
     def copy(
         self, ctx: Context, known: dict[str, str], records: dict[str, Record]
@@ -104,7 +115,7 @@ class IdeaNotes(Kind):
         return out
 
     def create(self, record: Record, ctx: Context) -> Request:
-        author = ctx.follower_idx(record.extra["author_email"])
+        author = ctx.parent_idx(record.extra["author_email"])
         body = {
             "author_idx": author,
             "message": record.fields[("message",)],
@@ -119,6 +130,3 @@ class IdeaNotes(Kind):
         return Request(
             "POST", f"comments/{quote(held.idx, safe='')}", {"message": record.fields[("message",)]}
         )
-
-
-# announcements ---------------------------------------------------------------------------
