@@ -40,12 +40,9 @@ def settings() -> list[Setting]:
     from feedback_sync.app.crash import ERROR_DIR_VARIABLE
     from feedback_sync.app.telemetry import ENV as TELEMETRY_ENV
     from feedback_sync.app.telemetry import SETTING as TELEMETRY
-    from feedback_sync.warehouse.target import (
-        DEFAULT_DELTA_DIR,
-        DEFAULT_DUCKDB_PATH,
-        DUCKDB_MEMORY_LIMIT,
-        KEEP_LOADED_PACKAGES,
-    )
+    from feedback_sync.warehouse.delta import DEFAULT_DELTA_DIR
+    from feedback_sync.warehouse.duckdb import DEFAULT_DUCKDB_PATH, DUCKDB_MEMORY_LIMIT
+    from feedback_sync.warehouse.target import KEEP_LOADED_PACKAGES
 
     runtime, _, telemetry_key = TELEMETRY_ENV.lower().partition("__")
     assert telemetry_key == TELEMETRY, TELEMETRY_ENV

@@ -24,7 +24,7 @@ from feedback_sync.push.settings import PushSettings
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import serve_in_thread
 from feedback_sync.warehouse.runlock import lock_paths
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import make_target
 
 from reliability.kills import CLI, LiveRun, cli_env
 from reliability.matrix import keys_twice, push_aftermath
@@ -92,7 +92,7 @@ def run_overlaps(
             )
             if first.returncode != 0:
                 raise RuntimeError(f"the first full sync failed: {first.stderr}")
-            target = Target(
+            target = make_target(
                 duckdb_path=workdir / "warehouse.duckdb", pipelines_dir=workdir / "pipelines"
             )
             lock = lock_paths(target)[0]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from feedback_sync.flows.lineage import artifact_key, concurrency_limit
 from feedback_sync.sandbox.server import RunningSandbox
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import make_target
 
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
@@ -138,7 +138,7 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     push_id = deployments["after-incremental"]["id"]
     previewed = _triggered_push(api, push_id, 1)
     assert previewed["parameters"] == {"apply": False}
-    assert api.artifacts(artifact_key(Target(duckdb_path=tmp / "e2e.duckdb"), "push-preview"))
+    assert api.artifacts(artifact_key(make_target(duckdb_path=tmp / "e2e.duckdb"), "push-preview"))
     assert not _pushed_names(sandbox), "a push deployed by default wrote to the API"
 
     # the opt-in of docs/how-to/prefect.md: apply: true in prefect.yaml, deployed again
@@ -205,7 +205,7 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
             assert landed == truth[table], f"{table}: {diff(truth[table], landed)}"
 
     # artifacts (one version per run) and asset events
-    warehouse = Target(duckdb_path=tmp / "e2e.duckdb")
+    warehouse = make_target(duckdb_path=tmp / "e2e.duckdb")
     assert len(api.artifacts(artifact_key(warehouse, "rows"))) == 4
     assert len(api.artifacts(artifact_key(warehouse, "report"))) == 4
     assert api.artifacts(artifact_key(warehouse, "push-preview"))
@@ -253,7 +253,7 @@ def test_a_users_own_project_deploys_the_installed_flow_by_module(
     api = PrefectApi(stack.api_url)
     try:
         stack.cli("work-pool", "create", "mine", "--type", "process", cwd=project)
-        limit = concurrency_limit(Target(duckdb_path=warehouse))
+        limit = concurrency_limit(make_target(duckdb_path=warehouse))
         stack.cli("gcl", "create", limit, "--limit", "1", cwd=project)
         stack.cli("--no-prompt", "deploy", "--all", cwd=project)
         (deployment,) = api.post("deployments/filter", {})

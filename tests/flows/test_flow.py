@@ -22,7 +22,7 @@ from feedback_sync.flows.push import feedback_push
 from feedback_sync.flows.sync import feedback_sync
 from feedback_sync.models.project import load_project
 from feedback_sync.sandbox.server import RunningSandbox
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import make_target
 
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
@@ -38,7 +38,7 @@ def _run(**parameters: Any) -> Any:
 
 
 def _key(folder: Path, kind: str, file: str = "flow.duckdb") -> str:
-    return lineage.artifact_key(Target(duckdb_path=folder / file), kind)
+    return lineage.artifact_key(make_target(duckdb_path=folder / file), kind)
 
 
 def _run_id(state: Any) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from feedback_sync.flows.lineage import concurrency_limit
 from feedback_sync.flows.sync import feedback_sync
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import Target, make_target
 
 from tests.flows.conftest import SECRET_KEY
 from tests.flows.prefect_api import PrefectApi
@@ -45,7 +45,7 @@ def _materialized(api: PrefectApi, state: Any) -> dict[str, Any]:
 
 def test_the_flow_into_delta_tables(flow_env: Path, prefect_server: PrefectApi) -> None:
     lake = flow_env / "lake"
-    _writer_limit(Target(destination="delta", delta_dir=lake))
+    _writer_limit(make_target(destination="delta", delta_dir=lake))
     state = feedback_sync(
         mode="full",
         destination="delta",
@@ -81,7 +81,7 @@ def test_the_flow_into_postgres(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", postgres_dsn)
-    _writer_limit(Target(destination="postgres"))
+    _writer_limit(make_target(destination="postgres"))
     state = feedback_sync(
         mode="full", destination="postgres", pipelines_dir=str(flow_env / "p"), return_state=True
     )

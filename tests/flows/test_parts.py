@@ -28,7 +28,7 @@ from feedback_sync.flows.sync import retry_transient
 from feedback_sync.models.checks import row_count_checks
 from feedback_sync.models.project import load_project
 from feedback_sync.redaction import SCRUBBER
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import make_target
 from prefect.states import Failed
 
 
@@ -79,21 +79,21 @@ def test_a_known_permanent_cause_wins_over_a_transient_wrapper() -> None:
 
 
 def test_names_derive_from_the_warehouse_and_carry_no_secret(tmp_path: Path) -> None:
-    duck = Target(duckdb_path=tmp_path / "My Warehouse.duckdb", dataset="feedback")
+    duck = make_target(duckdb_path=tmp_path / "My Warehouse.duckdb", dataset="feedback")
     assert lineage.concurrency_limit(duck) == "feedback-sync-duckdb-my-warehouse"
     assert re.fullmatch(
         r"feedback-sync-duckdb-my-warehouse-feedback-[0-9a-f]{8}-rows",
         lineage.artifact_key(duck, "rows"),
     )
-    elsewhere = Target(duckdb_path=tmp_path / "b" / "My Warehouse.duckdb", dataset="feedback")
+    elsewhere = make_target(duckdb_path=tmp_path / "b" / "My Warehouse.duckdb", dataset="feedback")
     assert lineage.concurrency_limit(elsewhere) == lineage.concurrency_limit(duck)  # take turns
     assert lineage.artifact_key(elsewhere, "rows") != lineage.artifact_key(duck, "rows")
     key = lineage.table_asset(duck, "followers")
     assert key.startswith("duckdb://") and " " not in key and key.endswith("/feedback/followers")
-    parquet = Target(destination="parquet", parquet_dir=tmp_path / "out")
+    parquet = make_target(destination="parquet", parquet_dir=tmp_path / "out")
     assert lineage.table_asset(parquet, "topics") == f"file://{tmp_path / 'out'}/topics.parquet"
     assert lineage.concurrency_limit(parquet) == "feedback-sync-parquet-out"
-    assert lineage.concurrency_limit(Target(destination="postgres", dataset="fb")) == (
+    assert lineage.concurrency_limit(make_target(destination="postgres", dataset="fb")) == (
         "feedback-sync-postgres-fb"
     )
     resource = lineage.resource_asset("https://user:pw@feedback.example.com:8443/v1", "comments")
@@ -106,7 +106,7 @@ def test_server_and_bucket_assets_name_where_they_are_without_secrets(
     """Two PostgreSQL servers, or two buckets, never share an asset or an artifact history,
     and no user name or secret is part of either."""
     monkeypatch.delenv("DESTINATION__FILESYSTEM__BUCKET_URL", raising=False)
-    pg = Target(destination="postgres", dataset="fb")
+    pg = make_target(destination="postgres", dataset="fb")
     dsn = "postgresql://loader:s3cr3t-pw@db.internal:6432/analytics?sslmode=require"
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", dsn)
     assert (
@@ -118,7 +118,7 @@ def test_server_and_bucket_assets_name_where_they_are_without_secrets(
     assert lineage.artifact_key(pg, "rows") != first
     assert lineage.concurrency_limit(pg) == "feedback-sync-postgres-fb"
 
-    local = Target(destination="delta", delta_dir=tmp_path / "lake")
+    local = make_target(destination="delta", delta_dir=tmp_path / "lake")
     assert lineage.table_asset(local, "topics") == f"file://{tmp_path / 'lake'}/feedback/topics"
     assert lineage.mart_asset(local, "topic_summary") == (
         f"duckdb://{tmp_path / 'lake' / 'models.duckdb'}/marts/topic_summary"
@@ -127,7 +127,7 @@ def test_server_and_bucket_assets_name_where_they_are_without_secrets(
     monkeypatch.setenv(
         "DESTINATION__FILESYSTEM__BUCKET_URL", "s3://key:secret@team-lake/feedback-sync/"
     )
-    in_bucket = Target(destination="delta", delta_dir=tmp_path / "lake")
+    in_bucket = make_target(destination="delta", delta_dir=tmp_path / "lake")
     key = lineage.table_asset(in_bucket, "followers")
     assert key == "s3://team-lake/feedback-sync/feedback/followers"
     assert lineage.artifact_key(in_bucket, "rows") != local_history

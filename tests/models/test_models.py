@@ -321,12 +321,12 @@ def test_models_list_shows_grain_key_and_columns(capsys: Any) -> None:
 
 
 def test_models_on_a_target_without_a_sync_say_so(tmp_path: Path) -> None:
-    from feedback_sync.warehouse.target import Target
+    from feedback_sync.warehouse.target import make_target
 
     with pytest.raises(ModelError, match="run `feedback-sync sync` first"):
-        apply(Target(destination="duckdb", duckdb_path=tmp_path / "none.duckdb"))
+        apply(make_target(destination="duckdb", duckdb_path=tmp_path / "none.duckdb"))
     with pytest.raises(ModelError, match="DuckDB, Parquet, Delta and PostgreSQL targets"):
-        apply(Target(destination="bigquery"))
+        apply(make_target(destination="bigquery"))
 
 
 def test_a_column_split_by_type_reads_as_one_and_casts(tmp_path: Path) -> None:

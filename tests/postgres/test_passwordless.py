@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from feedback_sync.app.failures import explain, is_transient
 from feedback_sync.sandbox.server import RunningSandbox
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import make_target
 
 from tests.support import postgres
 from tests.support.cli import said_lines
@@ -129,7 +129,7 @@ def test_credentials_without_a_password_resolve_with_no_password_part(
             monkeypatch.delenv(name)
     for name, value in settings.items():
         monkeypatch.setenv(name, value)
-    destination = Target(destination="postgres").dlt_destination()
+    destination = make_target(destination="postgres").dlt_destination()
     credentials = destination.config_params["credentials"]
     assert credentials.password == password
     url = credentials.to_native_representation()
@@ -149,7 +149,7 @@ def test_without_credentials_dlt_still_names_what_is_missing(
         if name.startswith("DESTINATION__"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS__USERNAME", "loader")
-    target = Target(destination="postgres", pipelines_dir=tmp_path)
+    target = make_target(destination="postgres", pipelines_dir=tmp_path)
     assert target.dlt_destination() == "postgres"
     with pytest.raises(Exception) as failed:
         target.check_writable()

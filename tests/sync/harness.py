@@ -23,7 +23,7 @@ from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.app.sync import SyncOptions, SyncResult, run_sync
 from feedback_sync.sandbox.server import RunningSandbox
 from feedback_sync.source.screening import REJECTED_TABLE
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import Target, make_target
 
 Rows = Counter[tuple[Any, ...]]
 
@@ -409,7 +409,7 @@ class Harness:
 
     def target(self, destination: str | None = None) -> Target:
         destination = destination or self.destination
-        return Target(
+        return make_target(
             destination=destination,
             duckdb_path=self.tmp / "warehouse.duckdb" if destination == "duckdb" else None,
             parquet_dir=self.tmp / "parquet",

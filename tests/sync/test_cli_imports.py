@@ -337,8 +337,8 @@ def test_a_load_into_a_duckdb_file_shows_its_credentials_without_sqlalchemy(
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from feedback_sync.warehouse.target import Target\n"
-        f"target = Target(duckdb_path=Path({str(path)!r}), "
+        "from feedback_sync.warehouse.target import make_target\n"
+        f"target = make_target(duckdb_path=Path({str(path)!r}), "
         f"pipelines_dir=Path({str(tmp_path / 'pipelines')!r}))\n"
         "pipeline = target.pipeline()\n"
         "info = pipeline.run([{'id': 1}, {'id': 2}], table_name='things')\n"
@@ -378,7 +378,7 @@ def test_each_pipeline_takes_the_duckdb_settings_of_its_own_start(
     """Runs in one process (a Prefect worker, a test session) each read the DuckDB
     settings as they are when they start, dlt's pipeline-scoped ones included: the
     credentials handed to dlt are made anew, in the pipeline's config section."""
-    from feedback_sync.warehouse.target import Target
+    from feedback_sync.warehouse.target import make_target
 
     seen = []
     for limit, pragma in (("300MB", "enable_progress_bar"), ("400MB", "enable_profiling")):
@@ -387,7 +387,7 @@ def test_each_pipeline_takes_the_duckdb_settings_of_its_own_start(
         monkeypatch.setenv(
             "FEEDBACK_SYNC__DESTINATION__DUCKDB__CREDENTIALS__PRAGMAS", f'["{pragma}"]'
         )
-        target = Target(duckdb_path=tmp_path / "w.duckdb", pipelines_dir=tmp_path / "p")
+        target = make_target(duckdb_path=tmp_path / "w.duckdb", pipelines_dir=tmp_path / "p")
         assert target.pipeline_name == "feedback_sync"
         credentials = target.pipeline().destination_client().config.credentials  # type: ignore[attr-defined]
         seen.append((credentials.global_config["memory_limit"], credentials.pragmas))

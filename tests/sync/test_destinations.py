@@ -1,5 +1,5 @@
 """Each destination is one module behind ``Target``: the name picks the module, and every
-module implements what the interface requires."""
+module implements what the interface requires (``Target``'s abstract methods)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,26 @@ import json
 from pathlib import Path
 
 import pytest
-from feedback_sync.warehouse.target import DESTINATIONS, OTHER, REQUIRED, Target
+from feedback_sync.warehouse.target import DESTINATIONS, OTHER, Target, make_target
 
 
 @pytest.mark.parametrize("module_name", [*DESTINATIONS.values(), OTHER])
 def test_every_destination_implements_the_interface(module_name: str) -> None:
+    import inspect
+
     chosen = importlib.import_module(module_name).DESTINATION
     assert issubclass(chosen, Target)
-    missing = [name for name in REQUIRED if getattr(chosen, name) is getattr(Target, name)]
+    required = sorted(Target.__abstractmethods__)
+    assert "reconcile" in required and "check_writable" in required
+    missing = [name for name in required if getattr(chosen, name) is getattr(Target, name)]
     assert missing == []
+    assert not inspect.isabstract(chosen)
+
+
+def test_the_interface_cannot_be_made_itself() -> None:
+    """``Target`` is only an interface: a target is made by ``make_target``."""
+    with pytest.raises(TypeError, match="abstract"):
+        Target()  # type: ignore[abstract]
 
 
 @pytest.mark.parametrize(
@@ -30,19 +41,18 @@ def test_every_destination_implements_the_interface(module_name: str) -> None:
     ],
 )
 def test_the_name_picks_the_module(name: str, cls: str) -> None:
-    target = Target(destination=name, dataset="fb")
+    target = make_target(destination=name, dataset="fb")
     assert type(target).__name__ == cls
     assert (target.destination, target.dataset) == (name, "fb")
-    # positional, as dataclasses.replace and older callers pass it
-    assert type(Target(name)).__name__ == cls
+    assert type(make_target(name)).__name__ == cls  # the name alone
 
 
 def test_targets_compare_and_replace_as_values(tmp_path: Path) -> None:
     import dataclasses
 
-    one = Target(destination="parquet", parquet_dir=tmp_path)
-    assert one == Target(destination="parquet", parquet_dir=tmp_path)
-    assert hash(one) == hash(Target(destination="parquet", parquet_dir=tmp_path))
+    one = make_target(destination="parquet", parquet_dir=tmp_path)
+    assert one == make_target(destination="parquet", parquet_dir=tmp_path)
+    assert hash(one) == hash(make_target(destination="parquet", parquet_dir=tmp_path))
     other = dataclasses.replace(one, dataset="elsewhere")
     assert type(other) is type(one) and other.dataset == "elsewhere"
 
@@ -55,8 +65,8 @@ def test_only_the_chosen_destination_module_is_imported() -> None:
 
     code = (
         "import json, sys\n"
-        "from feedback_sync.warehouse.target import Target\n"
-        "Target(destination='duckdb')\n"
+        "from feedback_sync.warehouse.target import make_target\n"
+        "make_target(destination='duckdb')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('feedback_sync.'))))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -76,8 +86,8 @@ def test_the_dlt_settings_a_target_makes_are_its_pipelines_own(tmp_path: Path) -
     code = f"""
 import json, dlt, pyarrow as pa
 from pathlib import Path
-from feedback_sync.warehouse.target import Target
-ours = Target(duckdb_path=Path({str(tmp_path / "w.duckdb")!r}),
+from feedback_sync.warehouse.target import make_target
+ours = make_target(duckdb_path=Path({str(tmp_path / "w.duckdb")!r}),
               pipelines_dir=Path({str(tmp_path)!r}))
 ours.pipeline()
 theirs = dlt.pipeline("theirs", destination="duckdb", dataset_name="d",
@@ -106,7 +116,9 @@ def test_models_without_parquet_files_make_no_models_file(tmp_path: Path) -> Non
     from feedback_sync.errors import ModelError
     from feedback_sync.models.project import apply
 
-    target = Target(destination="parquet", parquet_dir=tmp_path / "out", pipelines_dir=tmp_path)
+    target = make_target(
+        destination="parquet", parquet_dir=tmp_path / "out", pipelines_dir=tmp_path
+    )
     with pytest.raises(ModelError, match="no Parquet files in"):
         apply(target)
     assert not target.models_file().exists()

@@ -78,10 +78,10 @@ def test_a_lock_file_removed_by_its_holder_never_lets_two_runs_in(
     locks the file at the path, not the removed one: a third run meets it there."""
     from feedback_sync.errors import WarehouseBusy
     from feedback_sync.warehouse import runlock
-    from feedback_sync.warehouse.target import Target
+    from feedback_sync.warehouse.target import make_target
 
     monkeypatch.chdir(tmp_path)
-    target = Target(pipelines_dir=tmp_path / "pipelines")  # data/warehouse.duckdb: not made
+    target = make_target(pipelines_dir=tmp_path / "pipelines")  # data/warehouse.duckdb: not made
     events: list[str] = []
     second_holds = threading.Event()
     release_second = threading.Event()

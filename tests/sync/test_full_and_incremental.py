@@ -281,7 +281,7 @@ def test_a_machine_whose_state_is_behind_resumes_from_the_destinations(
     destination holds, and one whose state is current skips dlt's restore."""
     from dlt.pipeline.pipeline import Pipeline
     from feedback_sync.app.sync import SyncOptions, run_sync
-    from feedback_sync.warehouse.target import Target
+    from feedback_sync.warehouse.target import make_target
 
     restores: list[str] = []
     real = Pipeline.sync_destination
@@ -292,7 +292,7 @@ def test_a_machine_whose_state_is_behind_resumes_from_the_destinations(
 
     monkeypatch.setattr(Pipeline, "sync_destination", counted)
     here = harness.target()
-    there = Target(duckdb_path=here.duckdb_path, pipelines_dir=harness.tmp / "elsewhere")
+    there = make_target(duckdb_path=here.duckdb_path, pipelines_dir=harness.tmp / "elsewhere")
 
     # here: a first run into no warehouse file skips the restore (there is nothing to find)
     harness.sync(full=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from feedback_sync.app.sync import SyncOptions, run_sync
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import make_target
 
 from tests.sync.harness import Harness
 
@@ -29,7 +29,7 @@ def test_a_copied_project_folder_loads_into_its_own_warehouse(
     # the command-line defaults: data/warehouse.duckdb (or data/parquet/) and a pipelines
     # folder, relative to where the command runs
     duckdb_path = Path("data/warehouse.duckdb") if destination == "duckdb" else None
-    target = Target(destination, duckdb_path=duckdb_path, pipelines_dir=Path("pipelines"))
+    target = make_target(destination, duckdb_path=duckdb_path, pipelines_dir=Path("pipelines"))
     first, copy = tmp_path / "first", tmp_path / "copy"
     first.mkdir()
     monkeypatch.chdir(first)

@@ -25,7 +25,7 @@ from feedback_sync.errors import WarehouseBusy
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 from feedback_sync.warehouse import runlock
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import Target, make_target
 
 from tests.sync.harness import Harness
 from tests.sync.test_resilience import Crash
@@ -64,7 +64,7 @@ def _sync_in(
         if server is not None:
             settings = harness.settings(base_url=server.base_url, api_key=server.api_key)
         return run_sync(
-            Target(),
+            make_target(),
             SyncOptions(full=full, settings=settings, out=io.StringIO(), models=False),
         )
     finally:
@@ -121,16 +121,16 @@ def test_each_warehouse_has_a_working_folder_of_its_own(
     monkeypatch.chdir(tmp_path)
     shared = tmp_path / "pipelines"
     folders = {
-        "duckdb here": Target(pipelines_dir=shared).working_root(),
-        "duckdb other file": Target(
+        "duckdb here": make_target(pipelines_dir=shared).working_root(),
+        "duckdb other file": make_target(
             duckdb_path=Path("other.duckdb"), pipelines_dir=shared
         ).working_root(),
-        "duckdb other dataset": Target(dataset="second", pipelines_dir=shared).working_root(),
-        "parquet": Target(destination="parquet", pipelines_dir=shared).working_root(),
-        "parquet elsewhere": Target(
+        "duckdb other dataset": make_target(dataset="second", pipelines_dir=shared).working_root(),
+        "parquet": make_target(destination="parquet", pipelines_dir=shared).working_root(),
+        "parquet elsewhere": make_target(
             destination="parquet", parquet_dir=Path("p2"), pipelines_dir=shared
         ).working_root(),
-        "delta": Target(destination="delta", pipelines_dir=shared).working_root(),
+        "delta": make_target(destination="delta", pipelines_dir=shared).working_root(),
     }
     assert len(set(folders.values())) == len(folders), folders
     assert all(folder.parent == shared for folder in folders.values())
@@ -138,7 +138,8 @@ def test_each_warehouse_has_a_working_folder_of_its_own(
     (tmp_path / "link").symlink_to(tmp_path)
     for same in (tmp_path / "data" / "warehouse.duckdb", tmp_path / "link/data/warehouse.duckdb"):
         assert (
-            Target(duckdb_path=same, pipelines_dir=shared).working_root() == folders["duckdb here"]
+            make_target(duckdb_path=same, pipelines_dir=shared).working_root()
+            == folders["duckdb here"]
         )
 
 
@@ -153,7 +154,7 @@ def test_postgres_databases_and_datasets_are_told_apart(
         ("postgresql://u:secret@db2:5432/warehouse", "feedback"),
     ):
         monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", url)
-        root = Target(
+        root = make_target(
             destination="postgres", dataset=dataset, pipelines_dir=tmp_path
         ).working_root()
         assert "secret" not in str(root)
@@ -161,12 +162,12 @@ def test_postgres_databases_and_datasets_are_told_apart(
     assert len(roots) == 4
     # the user is not part of the warehouse: another login to the same database is the same
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", "postgresql://v:x@db1:5432/scratch")
-    assert Target(destination="postgres", pipelines_dir=tmp_path).working_root() in roots
+    assert make_target(destination="postgres", pipelines_dir=tmp_path).working_root() in roots
     # credentials field by field name the same server and database
     monkeypatch.delenv("DESTINATION__POSTGRES__CREDENTIALS")
     for field, value in (("HOST", "db3"), ("DATABASE", "warehouse"), ("USERNAME", "u")):
         monkeypatch.setenv(f"DESTINATION__POSTGRES__CREDENTIALS__{field}", value)
-    fields = Target(destination="postgres", pipelines_dir=tmp_path)
+    fields = make_target(destination="postgres", pipelines_dir=tmp_path)
     assert fields.location() == "postgres://db3:5432/warehouse"
     assert fields.working_root() not in roots
 
@@ -182,7 +183,7 @@ def test_a_bucket_keeps_its_container_and_port_and_never_a_password(
         "s3://user:secret@minio:9000/data",
     ):
         monkeypatch.setenv("DESTINATION__FILESYSTEM__BUCKET_URL", url)
-        target = Target(destination="delta", pipelines_dir=tmp_path)
+        target = make_target(destination="delta", pipelines_dir=tmp_path)
         assert "secret" not in target.location() and "secret" not in str(target.working_root())
         assert "user" not in target.location()  # an S3 login is no part of where it is
         roots.add(target.working_root())
@@ -193,9 +194,9 @@ def test_the_lock_of_one_warehouse_leaves_another_free_and_names_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    one = Target(duckdb_path=Path("a/data/warehouse.duckdb"))
-    two = Target(duckdb_path=Path("b/data/warehouse.duckdb"))
-    same = Target(duckdb_path=tmp_path / "a/data/warehouse.duckdb")  # named another way
+    one = make_target(duckdb_path=Path("a/data/warehouse.duckdb"))
+    two = make_target(duckdb_path=Path("b/data/warehouse.duckdb"))
+    same = make_target(duckdb_path=tmp_path / "a/data/warehouse.duckdb")  # named another way
     outcomes: dict[str, BaseException | None] = {}
 
     def another_run(name: str, target: Target) -> None:
@@ -292,7 +293,9 @@ def test_the_first_run_after_the_upgrade_leaves_another_warehouses_folder(
     folder of its own from the state its warehouse holds (no re-read, no gap), and the
     other takes the old folder over on its own first run."""
     mine = harness.target()
-    theirs = Target(duckdb_path=tmp_path / "theirs.duckdb", pipelines_dir=tmp_path / "pipelines")
+    theirs = make_target(
+        duckdb_path=tmp_path / "theirs.duckdb", pipelines_dir=tmp_path / "pipelines"
+    )
 
     def sync(target: Target, *, full: bool = False) -> SyncResult:
         options = SyncOptions(

@@ -154,10 +154,10 @@ def _target(args: argparse.Namespace) -> Any:
     if not args.dataset.replace("_", "").isalnum():
         raise UsageError(f"--dataset must be letters, digits and underscores, got {args.dataset!r}")
     # checked first: a bad argument is answered before dlt is imported
-    from feedback_sync.warehouse.target import Target
+    from feedback_sync.warehouse.target import make_target
 
-    return Target(
-        destination=args.destination.strip(),
+    return make_target(
+        args.destination.strip(),
         dataset=args.dataset,
         parquet_dir=Path(args.parquet_dir),
         pipelines_dir=Path(args.pipelines_dir) if args.pipelines_dir else None,

@@ -25,6 +25,7 @@ from feedback_sync.push.run import PushOptions, PushResult, run_push
 from feedback_sync.push.settings import PushSettings
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import serve_in_thread
+from feedback_sync.warehouse.duckdb import DuckDb
 from feedback_sync.warehouse.target import Target
 
 DEMO_DIR = Path("data")
@@ -36,9 +37,8 @@ CURATED = package_path("examples", "curated")
 NOTE_AUTHOR = "feedback-bot@example.net"
 
 
-def _target() -> Target:
-    return Target(
-        destination="duckdb",
+def _target() -> DuckDb:
+    return DuckDb(
         duckdb_path=DEMO_WAREHOUSE,
         pipelines_dir=DEMO_DIR / ".demo-pipelines",
     )
@@ -173,7 +173,7 @@ def _last_words(first: SyncResult, second: SyncResult, started: float) -> None:
     )
 
 
-def _pushed(target: Target) -> str:
+def _pushed(target: DuckDb) -> str:
     """The followers of accounts.csv as the warehouse now holds them."""
     path = target.duckdb_file()
     assert path is not None
@@ -194,7 +194,7 @@ def _pushed(target: Target) -> str:
     return "\n".join(lines)
 
 
-def _top_ideas(target: Target) -> str:
+def _top_ideas(target: DuckDb) -> str:
     path = target.duckdb_file()
     assert path is not None
     with duckdb.connect(str(path), read_only=True) as con:

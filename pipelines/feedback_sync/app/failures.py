@@ -179,7 +179,7 @@ def _out_of_memory(chain: list[BaseException]) -> tuple[str, int] | None:
     for error in chain:
         kind = type(error)
         if kind.__name__ == "OutOfMemoryException" and kind.__module__.lstrip("_") == "duckdb":
-            from feedback_sync.warehouse.target import duckdb_memory_limit
+            from feedback_sync.warehouse.duckdb import duckdb_memory_limit
 
             return (
                 f"DuckDB ran out of the memory it may use ({_first_line(error)}): raise "

@@ -60,7 +60,7 @@ from feedback_sync.redaction import SCRUBBER, install_log_filters
 from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.source.resources import check_resources
 from feedback_sync.warehouse import history
-from feedback_sync.warehouse.target import Target
+from feedback_sync.warehouse.target import Target, make_target
 
 DEFAULT_RETRIES = 2
 DEFAULT_RETRY_DELAYS = (30.0, 120.0)
@@ -229,8 +229,8 @@ def flow_target(
         raise ConfigError("destination must not be empty")
     if not dataset.replace("_", "").isalnum():
         raise ConfigError(f"dataset must be letters, digits and underscores, got {dataset!r}")
-    return Target(
-        destination=destination.strip(),
+    return make_target(
+        destination.strip(),
         dataset=dataset,
         parquet_dir=Path(parquet_dir),
         delta_dir=Path(delta_dir),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,8 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 from feedback_sync.errors import ModelError
 from feedback_sync.extras import require
 from feedback_sync.redaction import redact_url
-from feedback_sync.warehouse.duckdb import open_duckdb_models
-from feedback_sync.warehouse.target import MODELS_DUCKDB, Target
+from feedback_sync.warehouse.duckdb import MODELS_DUCKDB, check_file_names, open_duckdb_models
+from feedback_sync.warehouse.target import Target
 
 if TYPE_CHECKING:
     from dlt.pipeline.pipeline import Pipeline
@@ -31,12 +32,17 @@ if TYPE_CHECKING:
     from feedback_sync.warehouse.engines import Engine
 
 
+DEFAULT_DELTA_DIR = Path("data/delta")
 # fsspec's schemes for Azure storage, whose URL's user part is the container
 AZURE_SCHEMES = ("az", "abfs", "abfss", "adl")
 
 
+@dataclass(frozen=True)
 class Delta(Target):
     """Delta tables in a folder or a bucket."""
+
+    # the folder of the tables where dlt names no bucket, and of the models' DuckDB file
+    delta_dir: Path = DEFAULT_DELTA_DIR
 
     builds_models: ClassVar[bool] = True
     reads_curated_files: ClassVar[bool] = True
@@ -174,13 +180,13 @@ class Delta(Target):
     def models_file(self) -> Path:
         return self.delta_dir / MODELS_DUCKDB
 
-    def duckdb_files(self) -> list[tuple[Path, bool]]:
-        return [(self.models_file(), False)]
+    def check_before_run(self) -> None:
+        check_file_names([(self.models_file(), False)], self.dataset)
 
     def open_models(
         self, *, read_only: bool = False, building: bool = False
     ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
-        self.check_duckdb_name()
+        self.check_before_run()
         return open_duckdb_models(self.models_file(), read_only=read_only, create=building)
 
     def prepare_models(self, engine: Engine) -> None:

@@ -16,6 +16,7 @@ import logging
 import os
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -25,15 +26,21 @@ from feedback_sync.warehouse.base import completed_loads_sql, newest_state_sql
 from feedback_sync.warehouse.history_sql import HistorySql
 from feedback_sync.warehouse.sql import SqlTarget
 from feedback_sync.warehouse.target import (
-    DEFAULT_DUCKDB_PATH,
     PIPELINE_NAME,
     Committed,
     KeptOpen,
     dlt_settings_mention,
-    duckdb_memory_limit,
 )
 
 log = logging.getLogger("feedback_sync")
+
+DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
+# DuckDB's buffer pool during the load. The merge's de-duplicating window over the widest
+# table (comments) is what fills it; 256MB keeps a sync's peak the same at 1x and 4x data
+# (bench/RESULTS.md) at the price of spilling that window to disk on big loads
+DUCKDB_MEMORY_LIMIT = "256MB"
+# the DuckDB file the models of a Parquet or Delta target are built in
+MODELS_DUCKDB = "models.duckdb"
 
 # the catalog name a models DuckDB file is attached under (``open_models_file``): not a
 # plain identifier, so never a schema's name (the product's schemas, or a --dataset)
@@ -75,8 +82,12 @@ class DuckDbHistorySql(HistorySql):
         self.client.execute_sql(f"drop table {self.staged}")
 
 
+@dataclass(frozen=True)
 class DuckDb(SqlTarget):
     """One DuckDB file; dlt loads Parquet files into it."""
+
+    # the file (None: dlt's own setting, else ``DEFAULT_DUCKDB_PATH``)
+    duckdb_path: Path | None = None
 
     builds_models: ClassVar[bool] = True
     history_sql: ClassVar[type[HistorySql] | None] = DuckDbHistorySql
@@ -96,6 +107,7 @@ class DuckDb(SqlTarget):
         return PIPELINE_NAME
 
     def duckdb_file(self) -> Path | None:
+        """The DuckDB file dlt loads into (its lock and its keep-open are the run's)."""
         if self.duckdb_path is not None:
             return self.duckdb_path
         configured = _dlt_duckdb_credentials()
@@ -117,7 +129,18 @@ class DuckDb(SqlTarget):
         return "duckdb", self._file().stem, "warehouse"
 
     def duckdb_files(self) -> list[tuple[Path, bool]]:
+        """The DuckDB files this target writes (dlt's, the models'), each with whether the
+        user names it or its name is fixed (``check_file_names``)."""
         return [(self._file(), True)]  # the models are built in the same file
+
+    def check_before_run(self) -> None:
+        check_file_names(self.duckdb_files(), self.dataset)
+
+    def writer_file(self) -> Path | None:
+        return self._file()
+
+    def identity_path(self) -> Path | None:
+        return self._file()
 
     def _file(self) -> Path:
         path = self.duckdb_file()
@@ -139,7 +162,7 @@ class DuckDb(SqlTarget):
         from feedback_sync.errors import WarehouseUnwritable
         from feedback_sync.warehouse.target import probe_folder
 
-        self.check_duckdb_name()
+        self.check_before_run()
         path = self.duckdb_file()
         assert path is not None
         if not path.exists():
@@ -159,7 +182,7 @@ class DuckDb(SqlTarget):
     def open_models(
         self, *, read_only: bool = False, building: bool = False
     ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
-        self.check_duckdb_name()
+        self.check_before_run()
         return open_duckdb_models(
             self.models_file(),
             read_only=read_only,
@@ -219,7 +242,7 @@ def _read_committed(target: DuckDb) -> Committed | None:
         return None
     path = target.duckdb_file()  # dlt's settings decide it only where they mention it
     assert path is not None
-    target.check_duckdb_name()
+    target.check_before_run()
     committed = Committed(pipeline_name=target.pipeline_name)
     if not path.exists():
         return committed
@@ -294,7 +317,7 @@ def open_models_file(path: Path, *, read_only: bool = False) -> duckdb_module.Du
     ``schema.relation`` the models, the report and the push write means the schema, whatever
     the file is called. The name is not stored: a view keeps its SQL as written (schema and
     relation), so the file opened directly, or renamed, reads the same views and tables.
-    (A file named like the dataset cannot work even so: ``Target.check_duckdb_name``.)
+    (A file named like the dataset cannot work even so: ``check_file_names``.)
 
     Raises:
         ModelError: the file cannot be opened (say, a sync holds it).
@@ -349,6 +372,65 @@ class KeptFileOpen(KeptOpen):
         if self.con is not None:
             self.con.close()
             self.con = None
+
+
+def check_file_names(files: list[tuple[Path, bool]], dataset: str) -> None:
+    """Refuses, before anything runs, a DuckDB file whose name no run can work with
+    (``files``: each with whether the user names it).
+
+    DuckDB names a file's catalog after the file (``_duckdb_catalog``), and a two-part
+    name whose first part is both that catalog and a schema is ambiguous (its Binder
+    Error). The models, the report and the push open the file under a catalog name of
+    their own (``open_models_file``), so the file may be named like any schema they make
+    (``marts.duckdb``, ``staging.duckdb``, ``push.duckdb``). dlt's load, though, writes
+    ``<dataset>.<table>`` and ``information_schema.<view>`` into the file under its own
+    name, and the staging views keep ``<dataset>.<table>`` in their SQL, read as written
+    when someone opens the file directly: a file named like the dataset, or like
+    ``information_schema``, cannot work either way.
+
+    Raises:
+        ConfigError: one line naming the file and what to change.
+    """
+    # dlt's merges also write the staging dataset (``<dataset>_staging``, dlt's
+    # ``staging_dataset_name_layout``) by its two-part name
+    datasets = {dataset.casefold(), f"{dataset}_staging".casefold()}
+    for path, named_by_user in files:
+        catalog = _duckdb_catalog(path)
+        if catalog.casefold() in datasets:
+            fix = (
+                "rename the file or pass another --dataset"
+                if named_by_user
+                else ("pass another --dataset")
+            )
+            which = (
+                f"the dataset {dataset!r}"
+                if catalog.casefold() == dataset.casefold()
+                else f"dlt's staging dataset {dataset + '_staging'!r}"
+            )
+            raise ConfigError(
+                f"the DuckDB file {path} is named like {which} "
+                f"(DuckDB names the file's catalog {catalog!r}, and {catalog}.<table> "
+                f"would be ambiguous); {fix}"
+            )
+        if catalog.casefold() == "information_schema":
+            raise ConfigError(
+                f"the DuckDB file {path} is named like DuckDB's information_schema "
+                "(dlt's load reads information_schema.<view>, which the file's name "
+                "makes ambiguous); rename the file"
+            )
+
+
+def _duckdb_catalog(path: Path) -> str:
+    """The catalog DuckDB names the database in the file ``path`` (its
+    ``ExtractDatabaseName``): the file's name up to its first dot (``marts.v2.duckdb`` ->
+    ``marts``; leading dots skipped), with ``_db`` added to ``main``, ``temp`` and ``system``."""
+    name = next((part for part in path.name.split(".") if part), "")
+    return f"{name}_db" if name in ("main", "temp", "system") else name
+
+
+def duckdb_memory_limit() -> str:
+    """DuckDB's memory limit for syncs and models (``FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT``)."""
+    return os.environ.get("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", DUCKDB_MEMORY_LIMIT)
 
 
 def release_memory(con: duckdb_module.DuckDBPyConnection, limit: str) -> bool:

@@ -13,24 +13,31 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from feedback_sync.errors import ModelError
-from feedback_sync.warehouse.duckdb import DuckDb
-from feedback_sync.warehouse.target import MODELS_DUCKDB, PIPELINE_NAME, WORKING_DIR
+from feedback_sync.warehouse.duckdb import MODELS_DUCKDB, DuckDb
+from feedback_sync.warehouse.target import PIPELINE_NAME
 
 if TYPE_CHECKING:
     from dlt.pipeline.pipeline import Pipeline
 
     from feedback_sync.warehouse.engines import Engine
 
+DEFAULT_PARQUET_DIR = Path("data/parquet")
+# the folder under the Parquet folder that holds the working DuckDB file
+WORKING_DIR = ".feedback-sync"
 MARTS_FOLDER = "marts"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+@dataclass(frozen=True)
 class Parquet(DuckDb):
     """Parquet files, written from a working DuckDB file."""
+
+    parquet_dir: Path = DEFAULT_PARQUET_DIR
 
     publish_step: ClassVar[str | None] = "parquet"
 
@@ -95,7 +102,7 @@ class Parquet(DuckDb):
     def open_models(
         self, *, read_only: bool = False, building: bool = False
     ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
-        self.check_duckdb_name()
+        self.check_before_run()
         if building and not any(self.parquet_dir.glob("*.parquet")):
             # before the models file is made: a mistyped folder is left as it was
             raise ModelError(f"no Parquet files in {self.parquet_dir}/: run a sync first")

@@ -54,7 +54,7 @@ def _locks(target: Target) -> list[tuple[Path, Path | None]]:
     """Each lock file, with the warehouse file whose absence at the end of a run that made
     the lock file has it removed again (None: it stays)."""
     locks: list[tuple[Path, Path | None]] = []
-    warehouse = target.duckdb_file()
+    warehouse = target.writer_file()
     if warehouse is not None:
         locks.append((warehouse.with_name(f"{warehouse.name}.lock"), warehouse))
     locks.append((target.working_root() / f"{target.pipeline_name}.lock", None))

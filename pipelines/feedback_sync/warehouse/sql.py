@@ -117,8 +117,7 @@ class SqlTarget(Target):
         return bool(local) and self.committed_version_hash(pipeline) == local
 
     def committed_version_hash(self, pipeline: Pipeline) -> str | None:
-        path = self.duckdb_file()
-        if path is not None and not path.exists():
+        if self.exists() is False:
             return None  # dlt's client would make the file to look in it
         try:
             with connected(pipeline) as client:

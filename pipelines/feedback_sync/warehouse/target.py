@@ -29,6 +29,7 @@ import contextlib
 import importlib
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,18 +44,8 @@ if TYPE_CHECKING:  # dlt is imported where it is used: `feedback-sync status` ru
     from feedback_sync.warehouse.engines import Engine
     from feedback_sync.warehouse.history_sql import HistorySql
 
-DEFAULT_DUCKDB_PATH = Path("data/warehouse.duckdb")
-DEFAULT_PARQUET_DIR = Path("data/parquet")
-DEFAULT_DELTA_DIR = Path("data/delta")
 DEFAULT_DATASET = "feedback"
 PIPELINE_NAME = "feedback_sync"
-# DuckDB's buffer pool during the load. The merge's de-duplicating window over the widest
-# table (comments) is what fills it; 256MB keeps a sync's peak the same at 1x and 4x data
-# (bench/RESULTS.md) at the price of spilling that window to disk on big loads
-DUCKDB_MEMORY_LIMIT = "256MB"
-WORKING_DIR = ".feedback-sync"
-# the DuckDB file the models of a Parquet or Delta target are built in
-MODELS_DUCKDB = "models.duckdb"
 # loaded packages kept in dlt's working folder for inspection (`dlt pipeline feedback_sync
 # load-package`): a day of hourly runs. Without its data files a package holds its schema
 # and dlt's copy of the state: 2.4-3.0 MB at `large` (20,000 ideas); dlt never deletes one
@@ -68,17 +59,19 @@ DESTINATIONS = {
     "delta": "feedback_sync.warehouse.delta",
 }
 OTHER = "feedback_sync.warehouse.other"
-# what every destination implements (tests/sync/test_destinations.py checks each does)
-REQUIRED = (
-    "replace_children",
-    "reconcile",
-    "table_counts",
-    "load_completed",
-    "completed_loads",
-    "key_figures",
-    "newest",
-    "check_writable",
-)
+
+
+def make_target(destination: str = "duckdb", **fields: Any) -> Target:
+    """The target of ``destination``: the class its module (``DESTINATIONS``, else
+    ``OTHER``) names ``DESTINATION``, made with the fields it declares. A field another
+    destination declares (``parquet_dir`` for a DuckDB target) is not this one's and is
+    left out, as the command line's options for other destinations are."""
+    import dataclasses
+
+    module = importlib.import_module(DESTINATIONS.get(destination, OTHER))
+    chosen: type[Target] = module.DESTINATION
+    own = {f.name for f in dataclasses.fields(chosen)}
+    return chosen(destination=destination, **{k: v for k, v in fields.items() if k in own})
 
 
 def probe_folder(folder: Path) -> str:
@@ -133,11 +126,6 @@ def keep_loaded_packages() -> int:
     return keep
 
 
-def duckdb_memory_limit() -> str:
-    """DuckDB's memory limit for syncs and models (``FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT``)."""
-    return os.environ.get("FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT", DUCKDB_MEMORY_LIMIT)
-
-
 class KeptOpen:
     """What a sync keeps open across its steps (``Target.kept_open``); here, nothing."""
 
@@ -164,16 +152,15 @@ class Committed:
 
 
 @dataclass(frozen=True)
-class Target:
+class Target(ABC):
     """The destination of a sync as the user named it, and everything that differs between
-    destinations. ``Target(destination=...)`` makes the subclass that implements it."""
+    destinations: each destination's module has a subclass (``make_target`` makes it), with
+    the fields only it has (a DuckDB file, a folder). The abstract methods are what each
+    implements; the others have a default that fits most."""
 
     destination: str = "duckdb"
     dataset: str = DEFAULT_DATASET
-    duckdb_path: Path | None = None
-    parquet_dir: Path = DEFAULT_PARQUET_DIR
     pipelines_dir: Path | None = None
-    delta_dir: Path = DEFAULT_DELTA_DIR
 
     # whether the SQL models, the dashboard and the push run here (``open_models``)
     builds_models: ClassVar[bool] = False
@@ -196,17 +183,20 @@ class Target:
         unless what the warehouse already holds asks for another."""
         return self.loader_file_format
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Target:
-        if cls is not Target:
-            return super().__new__(cls)
-        name = kwargs.get("destination", args[0] if args else "duckdb")
-        module = importlib.import_module(DESTINATIONS.get(name, OTHER))
-        chosen: type[Target] = module.DESTINATION
-        return super().__new__(chosen)
-
     def __post_init__(self) -> None:
         """Checks what can be checked of the destination's name and settings before
         anything runs (``ConfigError``); a destination's module adds its own checks."""
+        return None
+
+    def check_before_run(self) -> None:
+        """Refuses, before a run touches the warehouse, what no run could work with (a
+        destination's module adds its checks; ``ConfigError``)."""
+        return None
+
+    def writer_file(self) -> Path | None:
+        """The file one writing process at a time may hold (a DuckDB file), whose lock sits
+        beside it (``runlock``); None where the warehouse admits several writers."""
+        return None
 
     # where the data is
 
@@ -260,67 +250,13 @@ class Target:
     def _kept_open(self) -> KeptOpen:
         return KeptOpen()
 
-    def duckdb_file(self) -> Path | None:
-        """The DuckDB file dlt loads into, if any (its lock and its keep-open are the
-        run's)."""
-        return None
-
-    def duckdb_files(self) -> list[tuple[Path, bool]]:
-        """The DuckDB files this target writes (dlt's, the models'), each with whether the
-        user names it or its name is fixed (for ``check_duckdb_name``)."""
-        return []
-
-    def check_duckdb_name(self) -> None:
-        """Refuses, before anything runs, a DuckDB file whose name no run can work with.
-
-        DuckDB names a file's catalog after the file (``_duckdb_catalog``), and a two-part
-        name whose first part is both that catalog and a schema is ambiguous (its Binder
-        Error). The models, the report and the push open the file under a catalog name of
-        their own (``duckdb.open_models_file``), so the file may be named like any schema
-        they make (``marts.duckdb``, ``staging.duckdb``, ``push.duckdb``). dlt's load,
-        though, writes ``<dataset>.<table>`` and ``information_schema.<view>`` into the file
-        under its own name, and the staging views keep ``<dataset>.<table>`` in their SQL,
-        read as written when someone opens the file directly: a file named like the
-        dataset, or like ``information_schema``, cannot work either way.
-
-        Raises:
-            ConfigError: one line naming the file and what to change.
-        """
-        # dlt's merges also write the staging dataset (``<dataset>_staging``, dlt's
-        # ``staging_dataset_name_layout``) by its two-part name
-        datasets = {self.dataset.casefold(), f"{self.dataset}_staging".casefold()}
-        for path, named_by_user in self.duckdb_files():
-            catalog = _duckdb_catalog(path)
-            if catalog.casefold() in datasets:
-                fix = (
-                    "rename the file or pass another --dataset"
-                    if named_by_user
-                    else "pass another --dataset"
-                )
-                which = (
-                    f"the dataset {self.dataset!r}"
-                    if catalog.casefold() == self.dataset.casefold()
-                    else f"dlt's staging dataset {self.dataset + '_staging'!r}"
-                )
-                raise ConfigError(
-                    f"the DuckDB file {path} is named like {which} "
-                    f"(DuckDB names the file's catalog {catalog!r}, and {catalog}.<table> "
-                    f"would be ambiguous); {fix}"
-                )
-            if catalog.casefold() == "information_schema":
-                raise ConfigError(
-                    f"the DuckDB file {path} is named like DuckDB's information_schema "
-                    "(dlt's load reads information_schema.<view>, which the file's name "
-                    "makes ambiguous); rename the file"
-                )
-
     def describe(self) -> str:
         return f"{self.destination} (dataset {self.dataset})"
 
+    @abstractmethod
     def check_writable(self) -> str:
         """What was verified of writing here now (``feedback-sync check``), leaving nothing
         behind; raises WarehouseUnwritable (or the driver's error) saying why not."""
-        raise NotImplementedError
 
     def location(self) -> str:
         """Where the loaded tables live, as a URL with no user name or secret in it."""
@@ -336,7 +272,7 @@ class Target:
 
     def identity_path(self) -> Path | None:
         """The file or folder that is this warehouse, where one is (None for a server)."""
-        return self.duckdb_file()
+        return None
 
     def writer_name(self) -> tuple[str, str, str]:
         """``(kind, name, name if that is blank)`` of what one writer at a time may hold: a
@@ -356,7 +292,7 @@ class Target:
         shared working folder in (``working_folder.take_over_legacy``)."""
         import dlt
 
-        self.check_duckdb_name()
+        self.check_before_run()
         destination = self.dlt_destination()
         # dlt's settings for this pipeline only, under its name's section (as
         # FEEDBACK_SYNC__LOAD__... would be): another dlt pipeline in the process keeps its own
@@ -427,13 +363,14 @@ class Target:
 
     # after a load: what every destination does its own way
 
+    @abstractmethod
     def replace_children(
         self, pipeline: Pipeline, load_id: str, had: frozenset[str] | None = None
     ) -> dict[str, int]:
         """Deletes child rows whose parent came again in ``load_id`` without them; counts.
         ``had``: the tables the warehouse had before the load, when known."""
-        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
+    @abstractmethod
     def reconcile(
         self,
         pipeline: Pipeline,
@@ -446,7 +383,6 @@ class Target:
         """Removes (or marks, ``mode`` soft) rows of ``resources`` not seen in ``load_id``;
         counts per table. ``gone``: per resource the source compared (its unchanged rows
         not loaded again), the keys to remove instead (``reconcile.reconcile``)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
     def record_history(
         self,
@@ -467,18 +403,18 @@ class Target:
             pipeline, self.history_sql, entities, complete, run_at, soft=mode == "soft"
         )
 
+    @abstractmethod
     def table_counts(self, pipeline: Pipeline) -> dict[str, int]:
         """Rows per data table (empty when nothing was loaded yet)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
+    @abstractmethod
     def load_completed(self, pipeline: Pipeline, load_id: str) -> bool:
         """Whether the destination recorded ``load_id`` as complete; raises where it cannot
         be asked."""
-        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
+    @abstractmethod
     def completed_loads(self, pipeline: Pipeline) -> tuple[datetime | None, int]:
         """When the newest completed load was stored, and how many completed."""
-        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
     def state_is_current(self, pipeline: Pipeline) -> bool:
         """Whether the local state is the one the destination committed last, so dlt's
@@ -490,15 +426,15 @@ class Target:
         keeps them all."""
         return None  # dlt's filesystem destination keeps its own count (max_state_files)
 
+    @abstractmethod
     def key_figures(self, pipeline: Pipeline, tables: Sequence[str], key: str) -> dict[str, Any]:
         """Per table present: rows, rows with a null ``key``, rows beyond the first per key."""
-        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
+    @abstractmethod
     def newest(
         self, pipeline: Pipeline, tables: Sequence[str], columns: Sequence[str]
     ) -> dict[str, dict[str, Any]]:
         """Per table present: the newest value of each of ``columns`` it has."""
-        raise NotImplementedError(f"{type(self).__name__} must implement this (REQUIRED)")
 
     def publish(
         self,
@@ -546,14 +482,6 @@ class Target:
         """What a models build leaves beside the warehouse: the marts (``marts``, rows per
         mart of ``schema``) as files. ``reused``: the build was skipped, inputs unchanged."""
         return None  # the marts are tables of the warehouse
-
-
-def _duckdb_catalog(path: Path) -> str:
-    """The catalog DuckDB names the database in the file ``path`` (its
-    ``ExtractDatabaseName``): the file's name up to its first dot (``marts.v2.duckdb`` ->
-    ``marts``; leading dots skipped), with ``_db`` added to ``main``, ``temp`` and ``system``."""
-    name = next((part for part in path.name.split(".") if part), "")
-    return f"{name}_db" if name in ("main", "temp", "system") else name
 
 
 def _dlt_settings_files() -> list[Path]:
