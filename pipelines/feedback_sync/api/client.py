@@ -50,6 +50,7 @@ import orjson
 from feedback_sync.api.http_helper import HelperTransport, let_go, proxied, wants_helper
 from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.errors import ApiError, NotFound, OutcomeUnknown, RetriesExhausted, Unreachable
+from feedback_sync.internals import transport_for_url
 from feedback_sync.redaction import SCRUBBER, install_log_filters, redact_url
 
 log = logging.getLogger("feedback_sync")
@@ -321,6 +322,8 @@ class FeedbackClient:
             transport=transport,
             follow_redirects=False,
         )
+        # httpx's own choice of transport per URL, None in an httpx without it (``_exchange``)
+        self._transport_for = transport_for_url(self._http)
         # the helper's own path for the reads: their headers as httpx makes them for any
         # URL of the service's host, and the timeouts
         self._helper: HelperTransport | None = None
@@ -591,19 +594,18 @@ class FeedbackClient:
         or a parameter already), event hooks, and its cookie jar. The API authenticates
         by key and the spec has no cookies, yet httpx parses every answer into its jar:
         0.06-0.15 ms of a request's 0.7-0.9 ms of client CPU (1,500 requests to the
-        sandbox), about 5% of a full sync's. ``_transport_for_url`` is httpx's own
-        (private) choice of transport; an httpx without it takes the client's path."""
+        sandbox), about 5% of a full sync's. The transport is httpx's own (private) choice
+        (``internals.transport_for_url``); an httpx without it takes the client's path."""
         if self._http.is_closed:  # a request of a walk that ended, after ``close``
             raise RuntimeError("the client was closed")  # as httpx's own send says
         if self._helper is not None and method == "GET" and content is None and not headers:
             # the helper's own path for a read: no httpx request built for it here
             return self._helper.get(url, self._helper_headers, self._helper_timeout)
         request = self._http.build_request(method, url, content=content, headers=headers)
-        pick = getattr(self._http, "_transport_for_url", None)
-        if pick is None:  # an httpx without it: its whole path, cookies and all
+        if self._transport_for is None:  # an httpx without it: its whole path, cookies and all
             response = self._http.send(request)
             return response, response.content
-        response = pick(request.url).handle_request(request)
+        response = self._transport_for(request.url).handle_request(request)
         try:
             body = response.read()
         finally:

@@ -36,6 +36,7 @@ from feedback_sync import __version__
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import UsageError
 from feedback_sync.extras import require
+from feedback_sync.internals import run_exit_handlers, skip_httpx_cli
 from feedback_sync.redaction import install_log_filters
 
 # The command line's process-wide policies, applied around the imports a command makes up
@@ -59,10 +60,10 @@ from feedback_sync.redaction import install_log_filters
 #   (perf), and more peak memory (`small` 317 -> 248 MB, `medium` 589 -> 486 MB) for no
 #   speed at `medium` (25.8 s either way); `small`'s answers replayed without a network,
 #   1.58 -> 1.44 s (medians of 8).
-# - httpx's command-line client (``httpx._main``), which httpx imports whenever click, rich
-#   and pygments are installed (Prefect installs them): 40-45 ms of every command that
-#   imports httpx, for a client this process never runs. It is marked absent, so httpx
-#   takes its own fallback (``httpx.main`` says the CLI is not installed).
+# - httpx's command-line client, which httpx imports whenever click, rich and pygments are
+#   installed (Prefect installs them): 40-45 ms of every command that imports httpx, for a
+#   client this process never runs. It is marked absent (``internals.skip_httpx_cli``), so
+#   httpx takes its own fallback (``httpx.main`` says the CLI is not installed).
 _TUNE_PROCESS = False
 GC_GENERATION0_THRESHOLD = 10_000
 ARROW_POOL = "system"
@@ -96,7 +97,7 @@ def _heavy_imports() -> Iterator[None]:
         return
     # read by pyarrow when its default pool is first asked for
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    skip_httpx_cli()
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -776,9 +777,16 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
+        # the options this parser takes, as they are added (its own --help among them)
+        self.options: list[str] = []
         super().__init__(*args, **kwargs)
         # the subcommands' parsers, on the top-level parser (``build_parser``)
-        self.commands: dict[str, argparse.ArgumentParser] = {}
+        self.commands: dict[str, _Parser] = {}
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.options += action.option_strings
+        return action
 
     def error(self, message: str) -> NoReturn:
         """argparse's usage line and message on stderr, exit 2; raised rather than exited
@@ -796,12 +804,11 @@ class _Parser(argparse.ArgumentParser):
         option: ``sync --ful``: did you mean ``--full``?"""
         parsed, extra = self.parse_known_args(arguments)
         if extra:
-            chosen: argparse.ArgumentParser = self.commands.get(parsed.command, self)
-            options = [o for action in chosen._actions for o in action.option_strings]
+            chosen = self.commands.get(parsed.command, self)
             unknown = next((a for a in extra if a.startswith("-")), extra[0])
             chosen.error(
                 f"unrecognized arguments: {' '.join(extra)}"
-                + _nearest(unknown.split("=", 1)[0], options)
+                + _nearest(unknown.split("=", 1)[0], chosen.options)
             )
         return parsed
 
@@ -836,7 +843,7 @@ def build_parser() -> _Parser:
     )
     for add_parser in _COMMANDS.values():
         add_parser(sub)
-    parser.commands = dict(sub.choices)
+    parser.commands = {name: p for name, p in sub.choices.items() if isinstance(p, _Parser)}
     return parser
 
 
@@ -991,13 +998,12 @@ def run() -> None:
     _STARTED = _process_start()
     _TUNE_PROCESS = True
     code = main()
-    import atexit
     import threading
 
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()  # as the interpreter's own exit does, before the exit handlers
-    atexit._run_exitfuncs()  # what sys.exit would run; os._exit runs none
+    run_exit_handlers()  # what sys.exit would run; os._exit runs none
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError):  # a reader that went away: nothing more to say
