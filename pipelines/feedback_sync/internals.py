@@ -40,7 +40,7 @@ def skip_httpx_cli() -> None:
     """Marks httpx's command-line client (``HTTPX_CLI_MODULE``) absent, so that a later
     ``import httpx`` takes its own fallback instead of importing click, rich and pygments.
 
-    Measured: 40-45 ms of every command that imports httpx (``app/cli.py``), for a
+    Measured: 40-45 ms of every command that imports httpx (``app/process.py``), for a
     client the process never runs; in the HTTP helper (``api/http_helper.py``, which
     writes the same line into the helper's start) half its start, 0.15 -> 0.08 s
     (``python -P -c "import httpx"`` against the same with the mark, 4 pairs). Public
@@ -96,7 +96,7 @@ def run_exit_handlers() -> None:
 
     The console script ends its process with ``os._exit`` once the command is done, which
     runs none: this runs them first (temporary folders, DuckDB's, dlt's), so the quick exit
-    (``app/cli.py``: 0.3 s of teardown skipped) loses nothing. Public alternative:
+    (``app/process.py``: 0.3 s of teardown skipped) loses nothing. Public alternative:
     none; ``atexit`` runs its handlers only from the interpreter's exit. Checked: CPython
     ``CHECKED["python"]``.
     """

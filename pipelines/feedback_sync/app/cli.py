@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
-import gc
 import io
 import ipaddress
 import json
@@ -27,86 +26,17 @@ import logging
 import os
 import re
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from feedback_sync import __version__
+from feedback_sync.app import process
+from feedback_sync.app.process import heavy_imports
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import UsageError
 from feedback_sync.extras import require
-from feedback_sync.internals import run_exit_handlers, skip_httpx_cli
 from feedback_sync.redaction import install_log_filters
-
-# The command line's process-wide policies, applied around the imports a command makes up
-# front (``_heavy_imports``; modules a command imports later, such as the SQL models after
-# a sync's load, are collected as usual). ``run`` (the console script) and ``python -m
-# feedback_sync.app.cli`` turn them on; ``main``, which tests call in their own process, leaves
-# the process as it found it:
-# - Python's cyclic garbage collector. A command's imports (dlt, Arrow, DuckDB, httpx: about
-#   85,000 objects that live as long as the process) ran some 200 collections, and each
-#   full collection of the run after them walked them all again: 0.19-0.21 s of a 2.3 s
-#   `small` full sync, all of it holding the GIL the request threads wait for. So the
-#   imports run with the collector off, what they made is frozen (``gc.freeze``: never
-#   scanned again), and the run collects after this many new objects instead of 700: a
-#   sync's rows are plain dicts freed by reference counting, so the collector there only
-#   finds the odd cycle; 0.04 s of collections left in the same run. (Cycles the imports
-#   leave behind are frozen too, never freed: the collections during the imports used to
-#   free about 480 objects, kept now for the life of a command.)
-# - Arrow's memory pool: the system allocator unless the user chose one
-#   (``ARROW_DEFAULT_MEMORY_POOL``). pyarrow's default, mimalloc, maps its memory in 2 MB
-#   huge pages the kernel zeroes as each is first touched: 4% of a `small` full sync's CPU
-#   (perf), and more peak memory (`small` 317 -> 248 MB, `medium` 589 -> 486 MB) for no
-#   speed at `medium` (25.8 s either way); `small`'s answers replayed without a network,
-#   1.58 -> 1.44 s (medians of 8).
-# - httpx's command-line client, which httpx imports whenever click, rich and pygments are
-#   installed (Prefect installs them): 40-45 ms of every command that imports httpx, for a
-#   client this process never runs. It is marked absent (``internals.skip_httpx_cli``), so
-#   httpx takes its own fallback (``httpx.main`` says the CLI is not installed).
-_TUNE_PROCESS = False
-GC_GENERATION0_THRESHOLD = 10_000
-ARROW_POOL = "system"
-# when the console script's process started (``_process_start``), on ``time.perf_counter``'s
-# clock; None where ``main`` is called in a process of its own (tests)
-_STARTED: float | None = None
-
-
-def _process_start() -> float:
-    """When this process started, on ``time.perf_counter``'s clock: from the kernel where
-    it says (Linux's ``/proc/self/stat``, in ticks since boot), else now. A sync's "finished
-    in" counts from here: the interpreter's start and the imports are part of what the
-    person or scheduler running it waited for (the summary shows them as its ``start``)."""
-    now = time.perf_counter()
-    try:
-        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-        # starttime, the 22nd field: the 20th after the command's name
-        since_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot
-    except (OSError, ValueError, IndexError, AttributeError):
-        return now
-    # a clock tick is 10 ms: never more than a minute, never negative
-    return now - min(max(age, 0.0), 60.0)
-
-
-@contextlib.contextmanager
-def _heavy_imports() -> Iterator[None]:
-    """A command's heavy imports, under the command line's process policies (above)."""
-    if not _TUNE_PROCESS:
-        yield
-        return
-    # read by pyarrow when its default pool is first asked for
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)
-    skip_httpx_cli()
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.set_threshold(GC_GENERATION0_THRESHOLD, *gc.get_threshold()[1:])
-        if collecting:
-            gc.enable()
 
 
 def _target_arguments(p: argparse.ArgumentParser) -> None:
@@ -251,7 +181,7 @@ def _check_parser(sub: Any) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     target = _target(args)
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.app.check import run_check
 
     result = run_check(target, sql_folder=args.sql_dir)
@@ -335,12 +265,12 @@ def _run_sync(args: argparse.Namespace) -> int:
     lock_wait = _wait(args)
     target = _target(args)  # bad arguments are answered before the sync's imports
     resources = _sync_resources(args, target)
-    started = _STARTED if _STARTED is not None else time.perf_counter()
+    started = process.started()
     # A first line before the imports (dlt's take half a second or more, and the settings
     # are dlt's to resolve): a person sees the run begin at once. A bad setting found after
     # it is still one error line; this one only says the run started.
     print(STARTING_LINE, file=sys.stderr, flush=True)
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.api.http_helper import prestart
         from feedback_sync.api.settings import env_name
 
@@ -397,7 +327,7 @@ def _models_parser(sub: Any) -> None:
 
 
 def _run_models(args: argparse.Namespace) -> int:
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.models.project import apply, describe, load_project, sql_dir
 
     from feedback_sync.errors import ModelError
@@ -430,7 +360,7 @@ def _status_parser(sub: Any) -> None:
 def _run_status(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.app.status import render
 
     target = _target(args)
@@ -471,7 +401,7 @@ def _report_parser(sub: Any) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.app.report import currency_setting, write
         from feedback_sync.errors import ModelError
 
@@ -522,7 +452,7 @@ def _push_parser(sub: Any) -> None:
 def _run_push(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.push.run import run_push
         from feedback_sync.push.settings import load_push_settings
 
@@ -746,7 +676,7 @@ def _demo_parser(sub: Any) -> None:
 
 def _run_demo(args: argparse.Namespace) -> int:
     require("sandbox", "feedback-sync demo (it runs the reference server)")
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.app import demo
 
     return demo.run(args.scale, args.seed)
@@ -981,43 +911,15 @@ def _first_line(exc: BaseException) -> str:
 
 
 def run() -> None:
-    """The ``feedback-sync`` command: ``main`` under the process policies above
-    (``_heavy_imports``), then a quick exit.
-
-    Once a command is done, the interpreter's own teardown would spend 0.3 s (a fifth of a
-    sync with nothing to do) collecting the million objects dlt's imports made, memory the
-    operating system takes back at once anyway, and DuckDB's bindings print a line for
-    every object of theirs still alive then ("nanobind: leaked ..."). So the exit does what
-    a normal one must, in the same order (wait for the threads that are not daemons, run
-    the exit handlers: temporary folders, DuckDB's, dlt's; close the logs, flush the
-    output) and then ends the process without the teardown, whatever threads are left.
-    Tests call ``main``, which returns, and so does ``python -m feedback_sync.app.cli``
-    (for profilers and coverage tools that write after it).
-    """
-    global _TUNE_PROCESS, _STARTED
-    _STARTED = _process_start()
-    _TUNE_PROCESS = True
-    code = main()
-    import threading
-
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()  # as the interpreter's own exit does, before the exit handlers
-    run_exit_handlers()  # what sys.exit would run; os._exit runs none
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError):  # a reader that went away: nothing more to say
-            stream.flush()
-    os._exit(code)
+    """The ``feedback-sync`` command: ``main`` in a process tuned for a command
+    (``app/process.py``), then a quick exit, without the interpreter's teardown. Tests call
+    ``main``, which returns; ``python -m feedback_sync.app.cli`` exits through the teardown
+    (for profilers and coverage tools that write after it)."""
+    process.tune()
+    process.end_quickly(main())
 
 
 if __name__ == "__main__":
-    # the console script's process, without its quick exit (for profilers and coverage).
-    # What the imports made was frozen (``_heavy_imports``): the teardown's collection would
-    # skip it, and DuckDB's bindings would print a "nanobind: leaked" line for each of their
-    # objects among it. Unfrozen, the teardown frees them as any program's.
-    _STARTED = _process_start()
-    _TUNE_PROCESS = True
-    exit_code = main()
-    gc.unfreeze()
-    sys.exit(exit_code)
+    # the console script's process, with a normal exit (for profilers and coverage)
+    process.tune()
+    process.end_normally(main())
