@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
-import io
 import ipaddress
 import json
 import logging
@@ -32,6 +31,7 @@ from typing import Any, NoReturn
 
 from feedback_sync import __version__
 from feedback_sync.app import process
+from feedback_sync.app.outcome import error_document, fail, print_json, reader_gone, run_command
 from feedback_sync.app.process import heavy_imports
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import UsageError
@@ -124,12 +124,6 @@ def _progress_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _print_json(document: dict[str, Any]) -> None:
-    from feedback_sync.app.documents import dumps
-
-    print(dumps(document), flush=True)
-
-
 def _wait(args: argparse.Namespace) -> float:
     wait = float(args.wait)
     if not wait >= 0:  # also refuses nan
@@ -189,7 +183,7 @@ def _run_check(args: argparse.Namespace) -> int:
         from feedback_sync.app.documents import check_document
 
         document = check_document(result)
-        _print_json(document)
+        print_json(document)
         if document["error"]:
             print(f"feedback-sync check: error: {document['error']}", file=sys.stderr)
     else:
@@ -297,7 +291,7 @@ def _run_sync(args: argparse.Namespace) -> int:
     if args.json:
         from feedback_sync.app.documents import sync_document
 
-        _print_json(sync_document(result, code))
+        print_json(sync_document(result, code))
     else:
         print(result.summary())
     if failure is not None:
@@ -371,7 +365,7 @@ def _run_status(args: argparse.Namespace) -> int:
     if args.json:
         from feedback_sync.app.documents import status_document
 
-        _print_json(status_document(target, committed))
+        print_json(status_document(target, committed))
     else:
         print(render(target, committed))
     return 0
@@ -476,7 +470,7 @@ def _run_push(args: argparse.Namespace) -> int:
     if args.json:
         from feedback_sync.app.documents import push_document
 
-        _print_json(push_document(result, push_settings.sample_size))
+        print_json(push_document(result, push_settings.sample_size))
     else:
         print(result.report(push_settings.sample_size))
     return result.exit_code()
@@ -798,39 +792,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
         if "--json" in arguments:
             command = next((a for a in arguments if a in _COMMANDS), "feedback-sync")
-            _print_json(_error_document(command, 2, exc.message))
+            print_json(error_document(command, 2, exc.message))
         return 2
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        return _reader_gone()
-
-
-# the exit code of a command whose reader went away (`status | head`): what a shell reports
-# for a process that SIGPIPE ended (128 + 13), without the signal
-READER_GONE = 141
-
-
-def _reader_gone() -> int:
-    """stdout's reader closed the pipe: stop quietly. Python's own advice: point stdout at
-    /dev/null, so the flush at exit cannot fail again (and print a traceback)."""
-    # stdout that is no file (a test's capture) has nothing to flush
-    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    return READER_GONE
+        return reader_gone()
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Runs the command; every failure ends as one line on stderr and an exit code (and,
-    with --json, the envelope of ``app/documents`` on stdout)."""
+    """Runs the command after what every command checks first (the project folder, the
+    settings files, the system); every failure ends as one line on stderr and an exit
+    code (``app/outcome.py``)."""
     if args.project_dir is not None:
         project = Path(args.project_dir)
         if not project.is_dir():
-            return _fail(args, f"--project-dir {args.project_dir}: no such folder", 2)
+            return fail(args, f"--project-dir {args.project_dir}: no such folder", 2)
         # where dlt (and dlt_settings_mention) look for .dlt/config.toml and secrets.toml
         os.environ["DLT_PROJECT_DIR"] = str(project.resolve())
     if args.command != "sandbox":  # the reference server reads no settings file
@@ -841,73 +820,16 @@ def _dispatch(args: argparse.Namespace) -> int:
             # ``check`` lists every unknown setting with the other problems it finds
             check_settings_files(names=args.command != "check")
         except ConfigError as exc:
-            return _fail(args, str(exc), 2)
+            return fail(args, str(exc), 2)
     telemetry_off_unless_chosen()
     if not _posix():
-        return _fail(
+        return fail(
             args,
             f"feedback-sync runs on Linux and macOS (POSIX) only; this is {sys.platform} "
             "(its run lock is an fcntl file lock)",
             2,
         )
-    try:
-        code: int = args.run(args)
-        return code
-    except UsageError as exc:
-        return _fail(args, str(exc), 2)
-    except KeyboardInterrupt:
-        return _fail(args, "interrupted; the next run resumes from the last committed state", 130)
-    except BrokenPipeError:
-        return _reader_gone()
-    except Exception as exc:
-        from feedback_sync.app.failures import explain
-
-        message, code = explain(exc)
-        if message is None:
-            return _unexpected(args, exc)
-        return _fail(args, message, code)
-
-
-def _fail(args: argparse.Namespace, message: str, code: int) -> int:
-    from feedback_sync.redaction import SCRUBBER
-
-    message = SCRUBBER.scrub(message)  # the messages never carry a secret; a last guard
-    try:
-        print(f"feedback-sync {args.command}: error: {message}", file=sys.stderr, flush=True)
-        if getattr(args, "json", False):
-            _print_json(_error_document(args.command, code, message))
-    except BrokenPipeError:
-        return _reader_gone()
-    return code
-
-
-def _error_document(command: str, code: int, message: str) -> dict[str, Any]:
-    from feedback_sync.app.documents import envelope
-
-    return envelope(command, code, message)
-
-
-def _unexpected(args: argparse.Namespace, exc: BaseException) -> int:
-    """An error nobody foresaw: one line, and the trace in a file (``app/crash.py``)."""
-    from feedback_sync.app.crash import write_trace
-    from feedback_sync.redaction import SCRUBBER
-
-    try:  # first: it registers the secrets the line is scrubbed of too
-        where = f"the full trace is in {write_trace(args.command, exc)}"
-    except OSError as error:
-        where = f"its trace could not be written ({error})"
-    what = SCRUBBER.scrub(f"{type(exc).__name__}: {_first_line(exc)}")
-    return _fail(
-        args,
-        f"unexpected {what} ({where}; this is a bug in feedback-sync or a case it does not "
-        "handle yet: please report it with that file)",
-        1,
-    )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else "no detail"
+    return run_command(args)
 
 
 def run() -> None:
