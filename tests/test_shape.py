@@ -28,7 +28,6 @@ PENDING: dict[str, set[str]] = {
     "lines": {
         "api/client.py:_call",
         "api/settings.py:validate",
-        "app/cli.py:_sandbox_parser",
         "app/demo.py:run",
         "app/failures.py:explain",
         "app/report.py:render",

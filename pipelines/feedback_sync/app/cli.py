@@ -478,12 +478,6 @@ def _run_push(args: argparse.Namespace) -> int:
 
 def _sandbox_parser(sub: Any) -> None:
     from feedback_sync.sandbox.scales import SCALES
-    from feedback_sync.sandbox.settings import (
-        ANNOUNCEMENT_ORDERS,
-        FAULT_KINDS,
-        LAST_PAGE_AFTER,
-        TIMESTAMP_FORMATS,
-    )
 
     p = sub.add_parser(
         "sandbox",
@@ -502,6 +496,21 @@ def _sandbox_parser(sub: Any) -> None:
         default=os.environ.get("FEEDBACK_SANDBOX_API_KEY"),
         help="the key clients must send (default: $FEEDBACK_SANDBOX_API_KEY, else a random one)",
     )
+    _sandbox_behaviour_arguments(p)
+    _sandbox_variant_arguments(p)
+    p.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="listen on a non-loopback address (the control routes have no auth)",
+    )
+    p.add_argument("--ready-file", help="write {base_url, api_key} as JSON here once listening")
+    p.set_defaults(run=_run_sandbox)
+
+
+def _sandbox_behaviour_arguments(p: argparse.ArgumentParser) -> None:
+    """The sandbox's switches of what it serves, how fast, and how often it fails."""
+    from feedback_sync.sandbox.settings import FAULT_KINDS
+
     p.add_argument(
         "--no-custom-attributes",
         action="store_true",
@@ -532,6 +541,16 @@ def _sandbox_parser(sub: Any) -> None:
     p.add_argument(
         "--stall-seconds", type=float, default=30.0, help="how long a stalled answer waits"
     )
+
+
+def _sandbox_variant_arguments(p: argparse.ArgumentParser) -> None:
+    """The sandbox's variants of the contract: formats, page ends, orders, counts."""
+    from feedback_sync.sandbox.settings import (
+        ANNOUNCEMENT_ORDERS,
+        LAST_PAGE_AFTER,
+        TIMESTAMP_FORMATS,
+    )
+
     p.add_argument(
         "--timestamp-format",
         choices=TIMESTAMP_FORMATS,
@@ -564,13 +583,6 @@ def _sandbox_parser(sub: Any) -> None:
         default=0,
         help="pagination.total is off by this much (a count that disagrees with the items)",
     )
-    p.add_argument(
-        "--allow-non-loopback",
-        action="store_true",
-        help="listen on a non-loopback address (the control routes have no auth)",
-    )
-    p.add_argument("--ready-file", help="write {base_url, api_key} as JSON here once listening")
-    p.set_defaults(run=_run_sandbox)
 
 
 def _run_sandbox(args: argparse.Namespace) -> int:
