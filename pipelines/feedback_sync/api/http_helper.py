@@ -175,7 +175,13 @@ class HelperTransport(httpx.BaseTransport):
         self.exchanges = 0
         # a client dropped without close (a library user's pipeline): the helper still ends
         self._finalizer = weakref.finalize(
-            self, _shut_down, process, control, self._open, self._idle, self._lock
+            self,
+            _shut_down,
+            process,
+            control,
+            channels=self._open,
+            idle=self._idle,
+            lock=self._lock,
         )
         _LIVE.add(self)
 
