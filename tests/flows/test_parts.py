@@ -234,6 +234,45 @@ def test_the_alarm_file_is_a_valid_automation_and_takes_a_window() -> None:
         AutomationCore.model_validate(alarm.read(alarm.FILE, within=5, notify=None))
 
 
+def test_the_alarm_notifies_through_a_block_named_by_its_type_and_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--notify type/name`` puts the block document's id in the action, read with
+    Prefect's client as ``Block.load`` reads it; a block the server lacks is one line."""
+    import uuid
+    from types import SimpleNamespace
+
+    import prefect.client.orchestration as orchestration
+    from prefect.exceptions import ObjectNotFound
+
+    found = uuid.uuid4()
+    asked: list[tuple[str, str]] = []
+
+    class Client:
+        def __enter__(self) -> Client:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def read_block_document_by_name(self, name: str, block_type_slug: str) -> Any:
+            asked.append((block_type_slug, name))
+            if name != "on-call":
+                raise ObjectNotFound(httpx.HTTPError("404"))
+            return SimpleNamespace(id=found)
+
+    monkeypatch.setattr(orchestration, "get_client", lambda sync_client: Client())
+    spec = alarm.read(alarm.FILE, within=None, notify="slack-webhook/on-call")
+    assert [a["block_document_id"] for a in spec["actions"]] == [str(found)]
+    with pytest.raises(SystemExit) as exited:
+        alarm.read(alarm.FILE, within=None, notify="slack-webhook/gone")
+    assert str(exited.value) == (
+        "feedback_sync.flows.alarm: no block 'slack-webhook/gone' on the server: Unable to "
+        "find block document named gone for block type slack-webhook"
+    )
+    assert asked == [("slack-webhook", "on-call"), ("slack-webhook", "gone")]
+
+
 @pytest.mark.parametrize(
     ("error", "code", "resumes"),
     [

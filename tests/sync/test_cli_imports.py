@@ -271,7 +271,7 @@ def test_the_console_script_imports_without_the_collector_and_with_the_system_al
     the user chose one, and skips httpx's command-line client; so does ``python -m
     feedback_sync.app.cli``; ``main``, which tests call in their own process, leaves the process
     as it found it. The command here stops on a missing setting, after its imports."""
-    from feedback_sync.app.cli import ARROW_POOL, GC_GENERATION0_THRESHOLD
+    from feedback_sync.app.process import ARROW_POOL, GC_GENERATION0_THRESHOLD
 
     env = {
         k: v

@@ -28,6 +28,7 @@ from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.http_helper import HelperTransport
 from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.errors import ConfigError, Unreachable
+from feedback_sync.internals import transport_for_url
 from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.sync.harness import Harness
@@ -66,7 +67,9 @@ def _gone(pid: int, within: float = 10.0) -> bool:
 
 def _used(client: FeedbackClient, url: str) -> httpx.BaseTransport:
     """The transport the client's httpx client uses for ``url``."""
-    return client._http._transport_for_url(httpx.URL(url))
+    pick = transport_for_url(client._http)
+    assert pick is not None
+    return pick(httpx.URL(url))
 
 
 @pytest.fixture

@@ -121,8 +121,8 @@ def test_the_process_start_is_read_from_the_kernel() -> None:
     not the machine's."""
     code = (
         "import time; began = time.perf_counter()\n"
-        "from feedback_sync.app.cli import _process_start\n"
-        "print(began - _process_start())"
+        "from feedback_sync.app.process import process_start\n"
+        "print(began - process_start())"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert 0 < float(done.stdout) < 5

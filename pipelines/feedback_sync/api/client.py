@@ -50,6 +50,7 @@ import orjson
 from feedback_sync.api.http_helper import HelperTransport, let_go, proxied, wants_helper
 from feedback_sync.api.settings import FeedbackSettings
 from feedback_sync.errors import ApiError, NotFound, OutcomeUnknown, RetriesExhausted, Unreachable
+from feedback_sync.internals import transport_for_url
 from feedback_sync.redaction import SCRUBBER, install_log_filters, redact_url
 
 log = logging.getLogger("feedback_sync")
@@ -255,6 +256,25 @@ class _Retryable(Exception):
         self.not_api = not_api  # a 2xx that is not JSON at all (an HTML page, say)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Request:
+    """Internal: one call of ``get_json`` or ``send_json``, as each of its attempts sends it.
+
+    ``check`` names what is wrong with a 2xx body's shape (None: nothing); ``urgent`` takes
+    the next free slot first (``Slots``); ``idempotent``: sending it twice leaves the
+    service as sending it once, so it is retried like a read.
+    """
+
+    method: str
+    path: str
+    params: Params
+    resource: str
+    idempotent: bool
+    body: Mapping[str, Any] | None = None
+    check: Callable[[dict[str, Any]], str | None] | None = None
+    urgent: bool = False
+
+
 class FeedbackClient:
     """A thread-safe client for the Feedback API v1 (``get_json`` and ``send_json`` are the
     only ways out).
@@ -321,6 +341,8 @@ class FeedbackClient:
             transport=transport,
             follow_redirects=False,
         )
+        # httpx's own choice of transport per URL, None in an httpx without it (``_exchange``)
+        self._transport_for = transport_for_url(self._http)
         # the helper's own path for the reads: their headers as httpx makes them for any
         # URL of the service's host, and the timeouts
         self._helper: HelperTransport | None = None
@@ -387,7 +409,17 @@ class FeedbackClient:
             ApiError: another 4xx, or a redirect; never retried.
             RetriesExhausted: retryable failures past ``max_retries``.
         """
-        return self._call("GET", path, params, None, resource, check, urgent, idempotent=True)
+        return self._call(
+            _Request(
+                method="GET",
+                path=path,
+                params=params,
+                resource=resource,
+                idempotent=True,
+                check=check,
+                urgent=urgent,
+            )
+        )
 
     def send_json(
         self,
@@ -413,94 +445,99 @@ class FeedbackClient:
             RetriesExhausted: retryable failures past ``max_retries``.
         """
         return self._call(
-            method, path, params or {}, body, resource, None, True, idempotent=idempotent
+            _Request(
+                method=method,
+                path=path,
+                params=params or {},
+                resource=resource,
+                idempotent=idempotent,
+                body=body,
+                urgent=True,
+            )
         )
 
-    def _call(
-        self,
-        method: str,
-        path: str,
-        params: Params,
-        body: Mapping[str, Any] | None,
-        resource: str,
-        check: Callable[[dict[str, Any]], str | None] | None,
-        urgent: bool,
-        *,
-        idempotent: bool,
-    ) -> dict[str, Any]:
+    def _call(self, request: _Request) -> dict[str, Any]:
+        """``request`` until it is answered, retried as the module says."""
         attempt = 0
         while True:
             try:
-                return self._attempt(method, path, params, body, resource, check, urgent)
+                return self._attempt(request)
             except _Retryable as failure:
-                if not idempotent and not failure.unsent:
-                    raise OutcomeUnknown(
-                        resource,
-                        method,
-                        self.describe(path, params),
-                        failure.status,
-                        f"the service may or may not have acted on it: {failure.detail}",
-                    ) from None
                 attempt += 1
-                first_contact = failure.unsent and failure.status is None and not self._reached
-                not_api = failure.not_api and not self._spoke_json
-                allowed = (
-                    min(FIRST_CONTACT_RETRIES, self.settings.max_retries)
-                    if first_contact or not_api
-                    else self.settings.max_retries
-                )
-                if not_api and attempt > allowed:
-                    raise Unreachable(
-                        resource,
-                        method,
-                        self.describe(path, params),
-                        failure.status,
-                        f"{redact_url(self.settings.base_url)} answered {attempt} times with "
-                        f"{failure.detail}, never with the API's JSON; check the base URL "
-                        "(SOURCES__FEEDBACK__BASE_URL): the API's address ends in /v1",
-                    ) from None
-                if first_contact and attempt > allowed:
-                    raise Unreachable(
-                        resource,
-                        method,
-                        self.describe(path, params),
-                        None,
-                        f"no connection to {redact_url(self.settings.base_url)} in {attempt} "
-                        f"attempts ({failure.detail}); check the base URL "
-                        "(SOURCES__FEEDBACK__BASE_URL) and that the service is up",
-                    ) from None
-                if attempt > self.settings.max_retries:
-                    raise RetriesExhausted(
-                        resource,
-                        method,
-                        self.describe(path, params),
-                        failure.status,
-                        f"gave up after {attempt} attempts; last: {failure.detail}",
-                    ) from None
-                delay = self._backoff(attempt, failure.retry_after)
-                if delay is None:
-                    raise RetriesExhausted(
-                        resource,
-                        method,
-                        self.describe(path, params),
-                        failure.status,
-                        f"the service asked to wait {failure.retry_after:.0f}s (Retry-After), "
-                        f"more than the {MAX_RETRY_AFTER_SECONDS:.0f}s this client waits",
-                    ) from None
+                delay, allowed = self._retry(request, failure, attempt)
                 self.stats.count_retry()
                 log.warning(
-                    "%s: retry %d/%d in %.2fs after %s: %s %s",
-                    resource,
+                    "%s: retry %d/%d in %.2fs after %s",
+                    request.resource,
                     attempt,
                     allowed,
                     delay,
-                    failure.detail,
-                    method,
-                    self.describe(path, params),
+                    f"{failure.detail}: {request.method} "
+                    + self.describe(request.path, request.params),
                 )
                 if failure.retry_after is not None:
                     self._limiter.pause(delay)
                 self._sleep(delay)
+
+    def _retry(self, request: _Request, failure: _Retryable, attempt: int) -> tuple[float, int]:
+        """How long to wait before retrying ``request`` after its ``attempt``-th failure,
+        and how many retries it is allowed; raises where it is not retried."""
+        resource, method = request.resource, request.method
+        url = self.describe(request.path, request.params)
+        if not request.idempotent and not failure.unsent:
+            raise OutcomeUnknown(
+                resource,
+                method,
+                url,
+                failure.status,
+                f"the service may or may not have acted on it: {failure.detail}",
+            ) from None
+        first_contact = failure.unsent and failure.status is None and not self._reached
+        not_api = failure.not_api and not self._spoke_json
+        allowed = (
+            min(FIRST_CONTACT_RETRIES, self.settings.max_retries)
+            if first_contact or not_api
+            else self.settings.max_retries
+        )
+        if not_api and attempt > allowed:
+            raise Unreachable(
+                resource,
+                method,
+                url,
+                failure.status,
+                f"{redact_url(self.settings.base_url)} answered {attempt} times with "
+                f"{failure.detail}, never with the API's JSON; check the base URL "
+                "(SOURCES__FEEDBACK__BASE_URL): the API's address ends in /v1",
+            ) from None
+        if first_contact and attempt > allowed:
+            raise Unreachable(
+                resource,
+                method,
+                url,
+                None,
+                f"no connection to {redact_url(self.settings.base_url)} in {attempt} "
+                f"attempts ({failure.detail}); check the base URL "
+                "(SOURCES__FEEDBACK__BASE_URL) and that the service is up",
+            ) from None
+        if attempt > self.settings.max_retries:
+            raise RetriesExhausted(
+                resource,
+                method,
+                url,
+                failure.status,
+                f"gave up after {attempt} attempts; last: {failure.detail}",
+            ) from None
+        delay = self._backoff(attempt, failure.retry_after)
+        if delay is None:
+            raise RetriesExhausted(
+                resource,
+                method,
+                url,
+                failure.status,
+                f"the service asked to wait {failure.retry_after:.0f}s (Retry-After), "
+                f"more than the {MAX_RETRY_AFTER_SECONDS:.0f}s this client waits",
+            ) from None
+        return delay, allowed
 
     def wait_before_retry(self, attempt: int) -> None:
         """Waits as the client's own retries do after ``attempt`` failures, and counts a
@@ -517,18 +554,9 @@ class FeedbackClient:
         ceiling = min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
         return self._rng.uniform(ceiling / 2, ceiling)
 
-    def _attempt(
-        self,
-        method: str,
-        path: str,
-        params: Params,
-        body: Mapping[str, Any] | None,
-        resource: str,
-        check: Callable[[dict[str, Any]], str | None] | None,
-        urgent: bool,
-    ) -> dict[str, Any]:
-        query = {**params, **self._key_param}
-        content = None if body is None else _dumps(body)
+    def _attempt(self, request: _Request) -> dict[str, Any]:
+        query = {**request.params, **self._key_param}
+        content = None if request.body is None else _dumps(request.body)
         headers = {"Content-Type": "application/json"} if content is not None else None
         probing = not self._reached
         if probing:
@@ -541,30 +569,28 @@ class FeedbackClient:
             wait = self._limiter.reserve()
             if wait > 0:
                 self._sleep(wait)
-            response, raw = self._send(method, path, query, content, headers, resource, urgent)
+            response, raw = self._send(request, query, content, headers)
         finally:
             if probing:
                 self._first_contact.release()
-        return self._classify(method, response, raw, path, params, resource, check)
+        return self._classify(request, response, raw)
 
     def _send(
         self,
-        method: str,
-        path: str,
+        request: _Request,
         query: Mapping[str, str | int],
         content: bytes | None,
         headers: dict[str, str] | None,
-        resource: str,
-        urgent: bool,
     ) -> tuple[httpx.Response, bytes]:
         """One exchange in a free slot; failures that may be passing become ``_Retryable``."""
         status: int | None = None
-        self._slots.acquire(urgent)
+        self._slots.acquire(request.urgent)
         try:
             while (wait := self._limiter.admit()) > 0:
                 self._sleep(wait)
             try:
-                response, body = self._exchange(method, self._url(path, query), content, headers)
+                url = self._url(request.path, query)
+                response, body = self._exchange(request.method, url, content, headers)
                 status = response.status_code
                 self._note_limit(response.headers.get("X-RateLimit-Limit"))
                 self._reached = True
@@ -578,7 +604,7 @@ class FeedbackClient:
             except httpx.TransportError as exc:
                 raise _Retryable(None, f"connection failed ({type(exc).__name__})") from None
             finally:
-                self.stats.count(resource, status)
+                self.stats.count(request.resource, status)
         finally:
             self._slots.release()
 
@@ -591,19 +617,18 @@ class FeedbackClient:
         or a parameter already), event hooks, and its cookie jar. The API authenticates
         by key and the spec has no cookies, yet httpx parses every answer into its jar:
         0.06-0.15 ms of a request's 0.7-0.9 ms of client CPU (1,500 requests to the
-        sandbox), about 5% of a full sync's. ``_transport_for_url`` is httpx's own
-        (private) choice of transport; an httpx without it takes the client's path."""
+        sandbox), about 5% of a full sync's. The transport is httpx's own (private) choice
+        (``internals.transport_for_url``); an httpx without it takes the client's path."""
         if self._http.is_closed:  # a request of a walk that ended, after ``close``
             raise RuntimeError("the client was closed")  # as httpx's own send says
         if self._helper is not None and method == "GET" and content is None and not headers:
             # the helper's own path for a read: no httpx request built for it here
             return self._helper.get(url, self._helper_headers, self._helper_timeout)
         request = self._http.build_request(method, url, content=content, headers=headers)
-        pick = getattr(self._http, "_transport_for_url", None)
-        if pick is None:  # an httpx without it: its whole path, cookies and all
+        if self._transport_for is None:  # an httpx without it: its whole path, cookies and all
             response = self._http.send(request)
             return response, response.content
-        response = pick(request.url).handle_request(request)
+        response = self._transport_for(request.url).handle_request(request)
         try:
             body = response.read()
         finally:
@@ -618,16 +643,7 @@ class FeedbackClient:
         url = f"{self.settings.base_url}/{path.lstrip('/')}"
         return f"{url}?{httpx.QueryParams(query)}" if query else url
 
-    def _classify(
-        self,
-        method: str,
-        response: httpx.Response,
-        body: bytes,
-        path: str,
-        params: Params,
-        resource: str,
-        check: Callable[[dict[str, Any]], str | None] | None,
-    ) -> dict[str, Any]:
+    def _classify(self, request: _Request, response: httpx.Response, body: bytes) -> dict[str, Any]:
         status = response.status_code
         if status == 429 or (status >= 500 and status != 501):  # 501: not implemented, for good
             retry_after = _retry_after(response.headers.get("Retry-After"))
@@ -649,15 +665,15 @@ class FeedbackClient:
             if not isinstance(data, dict):
                 raise _Retryable(status, f"HTTP {status} with a JSON body that is not an object")
             self._spoke_json = True
-            problem = check(data) if check else None
+            problem = request.check(data) if request.check else None
             if problem:
                 raise _Retryable(status, f"HTTP {status} with an unexpected body: {problem}")
             return data
-        url = self.describe(path, params)
+        url = self.describe(request.path, request.params)
         message = _server_message(body, self._scrub)
         if status == 404:
-            raise NotFound(resource, method, url, status, message)
-        raise ApiError(resource, method, url, status, message)
+            raise NotFound(request.resource, request.method, url, status, message)
+        raise ApiError(request.resource, request.method, url, status, message)
 
     def _note_limit(self, header: str | None) -> None:
         if not header:

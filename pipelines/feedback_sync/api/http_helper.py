@@ -175,7 +175,13 @@ class HelperTransport(httpx.BaseTransport):
         self.exchanges = 0
         # a client dropped without close (a library user's pipeline): the helper still ends
         self._finalizer = weakref.finalize(
-            self, _shut_down, process, control, self._open, self._idle, self._lock
+            self,
+            _shut_down,
+            process,
+            control,
+            channels=self._open,
+            idle=self._idle,
+            lock=self._lock,
         )
         _LIVE.add(self)
 
@@ -463,11 +469,14 @@ def _spawn() -> _Started:
     Raises:
         OSError: no socket pair, or the process did not start.
     """
+    from feedback_sync.internals import HTTPX_CLI_MODULE
+
+    boot = _BOOT.format(httpx_cli=HTTPX_CLI_MODULE)
     control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         with theirs:
             process = subprocess.Popen(
-                [sys.executable, "-P", "-c", _BOOT, __file__, str(theirs.fileno())],
+                [sys.executable, "-P", "-c", boot, __file__, str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -556,12 +565,11 @@ def _rebuilt(reply: tuple[Any, ...], request: httpx.Request) -> Exception:
 
 # the helper runs this file by path, not as ``feedback_sync.api.http_helper``: importing
 # the package would cost it the package's imports for nothing. httpx's command-line client
-# (``httpx._main``: click, rich and pygments where Prefect installed them) is marked absent
-# as the console script does (``app/cli.py``): it halved the helper's start (0.15 -> 0.08 s,
-# ``python -P -c "import httpx"`` against the same with the mark, 4 pairs)
+# is marked absent as the console script does (``internals.skip_httpx_cli``, whose line
+# the helper runs itself: half the helper's start); ``_spawn`` names the module
 _BOOT = (
     "import importlib.util, sys\n"
-    "sys.modules.setdefault('httpx._main', None)\n"
+    "sys.modules.setdefault({httpx_cli!r}, None)\n"
     "spec = importlib.util.spec_from_file_location('feedback_sync_http_helper', sys.argv[1])\n"
     "module = importlib.util.module_from_spec(spec)\n"
     "spec.loader.exec_module(module)\n"

@@ -19,93 +19,24 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
-import gc
-import io
 import ipaddress
 import json
 import logging
 import os
 import re
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from feedback_sync import __version__
+from feedback_sync.app import process
+from feedback_sync.app.outcome import error_document, fail, print_json, reader_gone, run_command
+from feedback_sync.app.process import heavy_imports
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import UsageError
 from feedback_sync.extras import require
 from feedback_sync.redaction import install_log_filters
-
-# The command line's process-wide policies, applied around the imports a command makes up
-# front (``_heavy_imports``; modules a command imports later, such as the SQL models after
-# a sync's load, are collected as usual). ``run`` (the console script) and ``python -m
-# feedback_sync.app.cli`` turn them on; ``main``, which tests call in their own process, leaves
-# the process as it found it:
-# - Python's cyclic garbage collector. A command's imports (dlt, Arrow, DuckDB, httpx: about
-#   85,000 objects that live as long as the process) ran some 200 collections, and each
-#   full collection of the run after them walked them all again: 0.19-0.21 s of a 2.3 s
-#   `small` full sync, all of it holding the GIL the request threads wait for. So the
-#   imports run with the collector off, what they made is frozen (``gc.freeze``: never
-#   scanned again), and the run collects after this many new objects instead of 700: a
-#   sync's rows are plain dicts freed by reference counting, so the collector there only
-#   finds the odd cycle; 0.04 s of collections left in the same run. (Cycles the imports
-#   leave behind are frozen too, never freed: the collections during the imports used to
-#   free about 480 objects, kept now for the life of a command.)
-# - Arrow's memory pool: the system allocator unless the user chose one
-#   (``ARROW_DEFAULT_MEMORY_POOL``). pyarrow's default, mimalloc, maps its memory in 2 MB
-#   huge pages the kernel zeroes as each is first touched: 4% of a `small` full sync's CPU
-#   (perf), and more peak memory (`small` 317 -> 248 MB, `medium` 589 -> 486 MB) for no
-#   speed at `medium` (25.8 s either way); `small`'s answers replayed without a network,
-#   1.58 -> 1.44 s (medians of 8).
-# - httpx's command-line client (``httpx._main``), which httpx imports whenever click, rich
-#   and pygments are installed (Prefect installs them): 40-45 ms of every command that
-#   imports httpx, for a client this process never runs. It is marked absent, so httpx
-#   takes its own fallback (``httpx.main`` says the CLI is not installed).
-_TUNE_PROCESS = False
-GC_GENERATION0_THRESHOLD = 10_000
-ARROW_POOL = "system"
-# when the console script's process started (``_process_start``), on ``time.perf_counter``'s
-# clock; None where ``main`` is called in a process of its own (tests)
-_STARTED: float | None = None
-
-
-def _process_start() -> float:
-    """When this process started, on ``time.perf_counter``'s clock: from the kernel where
-    it says (Linux's ``/proc/self/stat``, in ticks since boot), else now. A sync's "finished
-    in" counts from here: the interpreter's start and the imports are part of what the
-    person or scheduler running it waited for (the summary shows them as its ``start``)."""
-    now = time.perf_counter()
-    try:
-        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-        # starttime, the 22nd field: the 20th after the command's name
-        since_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot
-    except (OSError, ValueError, IndexError, AttributeError):
-        return now
-    # a clock tick is 10 ms: never more than a minute, never negative
-    return now - min(max(age, 0.0), 60.0)
-
-
-@contextlib.contextmanager
-def _heavy_imports() -> Iterator[None]:
-    """A command's heavy imports, under the command line's process policies (above)."""
-    if not _TUNE_PROCESS:
-        yield
-        return
-    # read by pyarrow when its default pool is first asked for
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.set_threshold(GC_GENERATION0_THRESHOLD, *gc.get_threshold()[1:])
-        if collecting:
-            gc.enable()
 
 
 def _target_arguments(p: argparse.ArgumentParser) -> None:
@@ -193,12 +124,6 @@ def _progress_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _print_json(document: dict[str, Any]) -> None:
-    from feedback_sync.app.documents import dumps
-
-    print(dumps(document), flush=True)
-
-
 def _wait(args: argparse.Namespace) -> float:
     wait = float(args.wait)
     if not wait >= 0:  # also refuses nan
@@ -250,7 +175,7 @@ def _check_parser(sub: Any) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     target = _target(args)
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.app.check import run_check
 
     result = run_check(target, sql_folder=args.sql_dir)
@@ -258,7 +183,7 @@ def _run_check(args: argparse.Namespace) -> int:
         from feedback_sync.app.documents import check_document
 
         document = check_document(result)
-        _print_json(document)
+        print_json(document)
         if document["error"]:
             print(f"feedback-sync check: error: {document['error']}", file=sys.stderr)
     else:
@@ -334,12 +259,12 @@ def _run_sync(args: argparse.Namespace) -> int:
     lock_wait = _wait(args)
     target = _target(args)  # bad arguments are answered before the sync's imports
     resources = _sync_resources(args, target)
-    started = _STARTED if _STARTED is not None else time.perf_counter()
+    started = process.started()
     # A first line before the imports (dlt's take half a second or more, and the settings
     # are dlt's to resolve): a person sees the run begin at once. A bad setting found after
     # it is still one error line; this one only says the run started.
     print(STARTING_LINE, file=sys.stderr, flush=True)
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.api.http_helper import prestart
         from feedback_sync.api.settings import env_name
 
@@ -366,7 +291,7 @@ def _run_sync(args: argparse.Namespace) -> int:
     if args.json:
         from feedback_sync.app.documents import sync_document
 
-        _print_json(sync_document(result, code))
+        print_json(sync_document(result, code))
     else:
         print(result.summary())
     if failure is not None:
@@ -396,7 +321,7 @@ def _models_parser(sub: Any) -> None:
 
 
 def _run_models(args: argparse.Namespace) -> int:
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.models.project import apply, describe, load_project, sql_dir
 
     from feedback_sync.errors import ModelError
@@ -429,7 +354,7 @@ def _status_parser(sub: Any) -> None:
 def _run_status(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.app.status import render
 
     target = _target(args)
@@ -440,7 +365,7 @@ def _run_status(args: argparse.Namespace) -> int:
     if args.json:
         from feedback_sync.app.documents import status_document
 
-        _print_json(status_document(target, committed))
+        print_json(status_document(target, committed))
     else:
         print(render(target, committed))
     return 0
@@ -470,7 +395,7 @@ def _report_parser(sub: Any) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.app.report import currency_setting, write
         from feedback_sync.errors import ModelError
 
@@ -521,7 +446,7 @@ def _push_parser(sub: Any) -> None:
 def _run_push(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.push.run import PushOptions, run_push
         from feedback_sync.push.settings import load_push_settings
 
@@ -544,7 +469,7 @@ def _run_push(args: argparse.Namespace) -> int:
     if args.json:
         from feedback_sync.app.documents import push_document
 
-        _print_json(push_document(result, push_settings.sample_size))
+        print_json(push_document(result, push_settings.sample_size))
     else:
         print(result.report(push_settings.sample_size))
     return result.exit_code()
@@ -552,12 +477,6 @@ def _run_push(args: argparse.Namespace) -> int:
 
 def _sandbox_parser(sub: Any) -> None:
     from feedback_sync.sandbox.scales import SCALES
-    from feedback_sync.sandbox.settings import (
-        ANNOUNCEMENT_ORDERS,
-        FAULT_KINDS,
-        LAST_PAGE_AFTER,
-        TIMESTAMP_FORMATS,
-    )
 
     p = sub.add_parser(
         "sandbox",
@@ -576,6 +495,21 @@ def _sandbox_parser(sub: Any) -> None:
         default=os.environ.get("FEEDBACK_SANDBOX_API_KEY"),
         help="the key clients must send (default: $FEEDBACK_SANDBOX_API_KEY, else a random one)",
     )
+    _sandbox_behaviour_arguments(p)
+    _sandbox_variant_arguments(p)
+    p.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="listen on a non-loopback address (the control routes have no auth)",
+    )
+    p.add_argument("--ready-file", help="write {base_url, api_key} as JSON here once listening")
+    p.set_defaults(run=_run_sandbox)
+
+
+def _sandbox_behaviour_arguments(p: argparse.ArgumentParser) -> None:
+    """The sandbox's switches of what it serves, how fast, and how often it fails."""
+    from feedback_sync.sandbox.settings import FAULT_KINDS
+
     p.add_argument(
         "--no-custom-attributes",
         action="store_true",
@@ -606,6 +540,16 @@ def _sandbox_parser(sub: Any) -> None:
     p.add_argument(
         "--stall-seconds", type=float, default=30.0, help="how long a stalled answer waits"
     )
+
+
+def _sandbox_variant_arguments(p: argparse.ArgumentParser) -> None:
+    """The sandbox's variants of the contract: formats, page ends, orders, counts."""
+    from feedback_sync.sandbox.settings import (
+        ANNOUNCEMENT_ORDERS,
+        LAST_PAGE_AFTER,
+        TIMESTAMP_FORMATS,
+    )
+
     p.add_argument(
         "--timestamp-format",
         choices=TIMESTAMP_FORMATS,
@@ -638,13 +582,6 @@ def _sandbox_parser(sub: Any) -> None:
         default=0,
         help="pagination.total is off by this much (a count that disagrees with the items)",
     )
-    p.add_argument(
-        "--allow-non-loopback",
-        action="store_true",
-        help="listen on a non-loopback address (the control routes have no auth)",
-    )
-    p.add_argument("--ready-file", help="write {base_url, api_key} as JSON here once listening")
-    p.set_defaults(run=_run_sandbox)
 
 
 def _run_sandbox(args: argparse.Namespace) -> int:
@@ -744,7 +681,7 @@ def _demo_parser(sub: Any) -> None:
 
 def _run_demo(args: argparse.Namespace) -> int:
     require("sandbox", "feedback-sync demo (it runs the reference server)")
-    with _heavy_imports():
+    with heavy_imports():
         from feedback_sync.app import demo
 
     return demo.run(args.scale, args.seed)
@@ -775,9 +712,16 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
+        # the options this parser takes, as they are added (its own --help among them)
+        self.options: list[str] = []
         super().__init__(*args, **kwargs)
         # the subcommands' parsers, on the top-level parser (``build_parser``)
-        self.commands: dict[str, argparse.ArgumentParser] = {}
+        self.commands: dict[str, _Parser] = {}
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.options += action.option_strings
+        return action
 
     def error(self, message: str) -> NoReturn:
         """argparse's usage line and message on stderr, exit 2; raised rather than exited
@@ -795,12 +739,11 @@ class _Parser(argparse.ArgumentParser):
         option: ``sync --ful``: did you mean ``--full``?"""
         parsed, extra = self.parse_known_args(arguments)
         if extra:
-            chosen: argparse.ArgumentParser = self.commands.get(parsed.command, self)
-            options = [o for action in chosen._actions for o in action.option_strings]
+            chosen = self.commands.get(parsed.command, self)
             unknown = next((a for a in extra if a.startswith("-")), extra[0])
             chosen.error(
                 f"unrecognized arguments: {' '.join(extra)}"
-                + _nearest(unknown.split("=", 1)[0], options)
+                + _nearest(unknown.split("=", 1)[0], chosen.options)
             )
         return parsed
 
@@ -835,7 +778,7 @@ def build_parser() -> _Parser:
     )
     for add_parser in _COMMANDS.values():
         add_parser(sub)
-    parser.commands = dict(sub.choices)
+    parser.commands = {name: p for name, p in sub.choices.items() if isinstance(p, _Parser)}
     return parser
 
 
@@ -860,39 +803,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
         if "--json" in arguments:
             command = next((a for a in arguments if a in _COMMANDS), "feedback-sync")
-            _print_json(_error_document(command, 2, exc.message))
+            print_json(error_document(command, 2, exc.message))
         return 2
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        return _reader_gone()
-
-
-# the exit code of a command whose reader went away (`status | head`): what a shell reports
-# for a process that SIGPIPE ended (128 + 13), without the signal
-READER_GONE = 141
-
-
-def _reader_gone() -> int:
-    """stdout's reader closed the pipe: stop quietly. Python's own advice: point stdout at
-    /dev/null, so the flush at exit cannot fail again (and print a traceback)."""
-    # stdout that is no file (a test's capture) has nothing to flush
-    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    return READER_GONE
+        return reader_gone()
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    """Runs the command; every failure ends as one line on stderr and an exit code (and,
-    with --json, the envelope of ``app/documents`` on stdout)."""
+    """Runs the command after what every command checks first (the project folder, the
+    settings files, the system); every failure ends as one line on stderr and an exit
+    code (``app/outcome.py``)."""
     if args.project_dir is not None:
         project = Path(args.project_dir)
         if not project.is_dir():
-            return _fail(args, f"--project-dir {args.project_dir}: no such folder", 2)
+            return fail(args, f"--project-dir {args.project_dir}: no such folder", 2)
         # where dlt (and dlt_settings_mention) look for .dlt/config.toml and secrets.toml
         os.environ["DLT_PROJECT_DIR"] = str(project.resolve())
     if args.command != "sandbox":  # the reference server reads no settings file
@@ -903,114 +831,28 @@ def _dispatch(args: argparse.Namespace) -> int:
             # ``check`` lists every unknown setting with the other problems it finds
             check_settings_files(names=args.command != "check")
         except ConfigError as exc:
-            return _fail(args, str(exc), 2)
+            return fail(args, str(exc), 2)
     telemetry_off_unless_chosen()
     if not _posix():
-        return _fail(
+        return fail(
             args,
             f"feedback-sync runs on Linux and macOS (POSIX) only; this is {sys.platform} "
             "(its run lock is an fcntl file lock)",
             2,
         )
-    try:
-        code: int = args.run(args)
-        return code
-    except UsageError as exc:
-        return _fail(args, str(exc), 2)
-    except KeyboardInterrupt:
-        return _fail(args, "interrupted; the next run resumes from the last committed state", 130)
-    except BrokenPipeError:
-        return _reader_gone()
-    except Exception as exc:
-        from feedback_sync.app.failures import explain
-
-        message, code = explain(exc)
-        if message is None:
-            return _unexpected(args, exc)
-        return _fail(args, message, code)
-
-
-def _fail(args: argparse.Namespace, message: str, code: int) -> int:
-    from feedback_sync.redaction import SCRUBBER
-
-    message = SCRUBBER.scrub(message)  # the messages never carry a secret; a last guard
-    try:
-        print(f"feedback-sync {args.command}: error: {message}", file=sys.stderr, flush=True)
-        if getattr(args, "json", False):
-            _print_json(_error_document(args.command, code, message))
-    except BrokenPipeError:
-        return _reader_gone()
-    return code
-
-
-def _error_document(command: str, code: int, message: str) -> dict[str, Any]:
-    from feedback_sync.app.documents import envelope
-
-    return envelope(command, code, message)
-
-
-def _unexpected(args: argparse.Namespace, exc: BaseException) -> int:
-    """An error nobody foresaw: one line, and the trace in a file (``app/crash.py``)."""
-    from feedback_sync.app.crash import write_trace
-    from feedback_sync.redaction import SCRUBBER
-
-    try:  # first: it registers the secrets the line is scrubbed of too
-        where = f"the full trace is in {write_trace(args.command, exc)}"
-    except OSError as error:
-        where = f"its trace could not be written ({error})"
-    what = SCRUBBER.scrub(f"{type(exc).__name__}: {_first_line(exc)}")
-    return _fail(
-        args,
-        f"unexpected {what} ({where}; this is a bug in feedback-sync or a case it does not "
-        "handle yet: please report it with that file)",
-        1,
-    )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else "no detail"
+    return run_command(args)
 
 
 def run() -> None:
-    """The ``feedback-sync`` command: ``main`` under the process policies above
-    (``_heavy_imports``), then a quick exit.
-
-    Once a command is done, the interpreter's own teardown would spend 0.3 s (a fifth of a
-    sync with nothing to do) collecting the million objects dlt's imports made, memory the
-    operating system takes back at once anyway, and DuckDB's bindings print a line for
-    every object of theirs still alive then ("nanobind: leaked ..."). So the exit does what
-    a normal one must, in the same order (wait for the threads that are not daemons, run
-    the exit handlers: temporary folders, DuckDB's, dlt's; close the logs, flush the
-    output) and then ends the process without the teardown, whatever threads are left.
-    Tests call ``main``, which returns, and so does ``python -m feedback_sync.app.cli``
-    (for profilers and coverage tools that write after it).
-    """
-    global _TUNE_PROCESS, _STARTED
-    _STARTED = _process_start()
-    _TUNE_PROCESS = True
-    code = main()
-    import atexit
-    import threading
-
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()  # as the interpreter's own exit does, before the exit handlers
-    atexit._run_exitfuncs()  # what sys.exit would run; os._exit runs none
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError):  # a reader that went away: nothing more to say
-            stream.flush()
-    os._exit(code)
+    """The ``feedback-sync`` command: ``main`` in a process tuned for a command
+    (``app/process.py``), then a quick exit, without the interpreter's teardown. Tests call
+    ``main``, which returns; ``python -m feedback_sync.app.cli`` exits through the teardown
+    (for profilers and coverage tools that write after it)."""
+    process.tune()
+    process.end_quickly(main())
 
 
 if __name__ == "__main__":
-    # the console script's process, without its quick exit (for profilers and coverage).
-    # What the imports made was frozen (``_heavy_imports``): the teardown's collection would
-    # skip it, and DuckDB's bindings would print a "nanobind: leaked" line for each of their
-    # objects among it. Unfrozen, the teardown frees them as any program's.
-    _STARTED = _process_start()
-    _TUNE_PROCESS = True
-    exit_code = main()
-    gc.unfreeze()
-    sys.exit(exit_code)
+    # the console script's process, with a normal exit (for profilers and coverage)
+    process.tune()
+    process.end_normally(main())

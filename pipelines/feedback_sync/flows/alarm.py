@@ -49,22 +49,26 @@ def read(path: Path, within: float | None, notify: str | None) -> dict[str, Any]
 
 
 def _block_id(slug: str) -> UUID:
-    from prefect.blocks.core import Block
+    """The id of the block document ``slug`` (``<block type>/<block name>``) on the server,
+    read as ``Block.load`` reads it, without making the block (its class need not be
+    installed here)."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
 
     if "/" not in slug:
         raise SystemExit(
             f"feedback_sync.flows.alarm: --notify wants <block type>/<block name>, got {slug!r}"
         )
+    block_type, name = slug.split("/", 1)
     try:
-        block: Any = Block.load(slug)
-    except ValueError as exc:
+        with get_client(sync_client=True) as client:
+            document = client.read_block_document_by_name(name=name, block_type_slug=block_type)
+    except ObjectNotFound:
         raise SystemExit(
-            f"feedback_sync.flows.alarm: no block {slug!r} on the server: {exc}"
+            f"feedback_sync.flows.alarm: no block {slug!r} on the server: Unable to find block "
+            f"document named {name} for block type {block_type}"
         ) from None
-    if block._block_document_id is None:
-        raise SystemExit(f"feedback_sync.flows.alarm: block {slug!r} has no document id")
-    found: UUID = block._block_document_id
-    return found
+    return document.id
 
 
 def apply(spec: dict[str, Any]) -> tuple[UUID, bool]:

@@ -33,7 +33,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.assets import Asset, AssetProperties, add_asset_metadata, materialize
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State, TaskRun
-from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
+from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
 from prefect.tasks import Task
 
 from feedback_sync.api.settings import load_settings

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
-from prefect.concurrency._asyncio import ConcurrencySlotAcquisitionError
+from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
 from prefect.concurrency.sync import concurrency
 
 from feedback_sync.app.failures import limit_missing

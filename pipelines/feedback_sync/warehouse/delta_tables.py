@@ -47,6 +47,7 @@ import pyarrow.dataset as ds
 from dlt.pipeline.pipeline import Pipeline
 
 from feedback_sync.errors import DeltaError
+from feedback_sync.internals import load_job_schema_name, load_job_table
 from feedback_sync.source.arrow import child_tables
 from feedback_sync.source.resources import PARENT_KEYS, SOURCE_NAME
 from feedback_sync.source.screening import REJECTED_TABLE
@@ -76,7 +77,8 @@ def install() -> None:
     and the job's ``run`` (which says which table's keys apply, per thread). Only jobs that
     load the ``feedback`` source's schema are changed; any other pipeline's Delta loads in
     the same process read their files as dlt does. Checked against dlt ``CHECKED_DLT``;
-    ``tests/sync/test_dlt_patches.py`` fails when either function changes.
+    ``tests/sync/test_dlt_patches.py`` fails when either function changes. Which table's
+    keys: the job's private members, read in ``feedback_sync.internals``.
     """
     import dlt.common.libs.pyarrow as dlt_arrow
     from dlt.destinations.impl.filesystem.filesystem import DeltaLoadFilesystemJob
@@ -112,9 +114,9 @@ def _keys_to_keep_once(job: Any) -> list[str] | None:
     for a job of another source (its files are read as dlt reads them)."""
     from dlt.common.schema.utils import get_columns_names_with_prop
 
-    if job._job_client.schema.name != SOURCE_NAME:
+    if load_job_schema_name(job) != SOURCE_NAME:
         return None
-    return get_columns_names_with_prop(job._load_table, "primary_key")
+    return get_columns_names_with_prop(load_job_table(job), "primary_key")
 
 
 def _once_per_key(file_paths: Sequence[str], keys: list[str]) -> pa.Table | None:
