@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from feedback_sync.warehouse.parquet_files import write_parquet
-from feedback_sync.warehouse.target import DUCKDB_MEMORY_LIMIT
+from feedback_sync.warehouse.duckdb import DUCKDB_MEMORY_LIMIT
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ when one is configured (``flows/secrets.py``), and is never a parameter.
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, cast
 
@@ -302,6 +303,89 @@ def feedback_sync(
     # as every command: a broken settings file, or a key that is no setting, fails by name
     check_settings_files()
     logger = get_run_logger()
+    _check_parameters(mode, max_row_drop, max_age_hours)
+    target = flow_target(destination, dataset, parquet_dir, delta_dir, pipelines_dir)
+    selected = check_resources(resources)
+    retries, delays = _retry_options()
+    limit = lineage.concurrency_limit(target)
+    logger.info("waiting for the writer slot of %s (limit %r)", target.describe(), limit)
+    with ExitStack() as held:
+        _take_slot(held, target, mode, limit)
+        logger.info("holding the writer slot %r", limit)
+        state = sync.with_options(retries=retries, retry_delay_seconds=delays)(
+            target, mode == "full", list(selected) if selected else None, return_state=True
+        )
+        result = _synced(state, target, mode)
+        made = _build_models(target, run_models)
+        found: list[Check] | None = None
+        if checks:
+            found = _checks(target, result, made, max_row_drop, max_age_hours)
+        # written while the slot is held, so the next run's checks see this run's counts
+        _rows_artifacts(target, result, found)
+    reported = publish_assets(target, _base_url(), result, made.built, found or [])
+    skipped = artifacts.skipped_lines(result, selected, made.not_built)
+    create_markdown_artifact(
+        artifacts.report_markdown(result, found, skipped, limit),
+        key=lineage.artifact_key(target, "report"),
+        description="feedback-sync run report: summary, checks, what was skipped",
+    )
+    _raise_what_failed(result, made.error if not checks else None, found)
+    return {
+        "load_id": result.load_id,
+        "rows_loaded": result.rows_loaded,
+        "rows_removed": result.rows_removed,
+        "table_rows": result.table_rows,
+        "assets": reported,
+        "checks": [c.as_dict() for c in found or []],
+    }
+
+
+def _take_slot(held: ExitStack, target: Target, mode: str, limit: str) -> None:
+    """Takes the warehouse's writer slot for the rest of ``held``; a slot not taken is
+    reported (artifacts) and raised."""
+    try:
+        take_writer_slot(held, limit)
+    except WriterSlotMissing as exc:
+        _report_failure(target, mode, str(exc))
+        raise
+    except ConcurrencySlotAcquisitionError as exc:  # the server failed, the limit exists
+        _report_failure(target, mode, f"could not take the writer slot {limit!r}: {exc}")
+        raise
+
+
+def _raise_what_failed(
+    result: SyncResult, models_error: str | None, found: list[Check] | None
+) -> None:
+    """Fails the flow run for what failed after the data was kept: the history, the models
+    (where no checks report them) or a check."""
+    if result.history_error is not None:
+        raise RuntimeError(
+            f"the history step failed (the synced data is kept): {result.history_error}"
+        )
+    if models_error is not None:
+        raise RuntimeError(f"the SQL models failed (the synced data is kept): {models_error}")
+    problems = failed(found or [])
+    if problems:
+        raise ChecksFailed(problems)
+
+
+def _synced(state: Any, target: Target, mode: str) -> SyncResult:
+    """The sync task's result, or its failure reported (artifacts) and raised in one line
+    (failed, crashed or cancelled)."""
+    if state.is_completed():
+        result: SyncResult = state.result()
+        return result
+    error = _failure(state) if state.is_failed() else None
+    told = (explain(error)[0] if error is not None else None) or state.message
+    message = SCRUBBER.scrub(f"the sync failed: {told or state.name}")
+    _report_failure(target, mode, message)
+    raise RuntimeError(message)
+
+
+def _check_parameters(
+    mode: str, max_row_drop: float, max_age_hours: dict[str, float] | None
+) -> None:
+    """Refuses a flow parameter no run can use (``ConfigError``, the run fails by name)."""
     if mode not in ("incremental", "full"):
         raise ConfigError(f"mode must be incremental or full, got {mode!r}")
     if not 0 <= max_row_drop <= 1:
@@ -312,98 +396,67 @@ def feedback_sync(
             f"max_age_hours names no resource: {', '.join(unknown)}; "
             f"choose from {', '.join(RESOURCES)}"
         )
-    target = flow_target(destination, dataset, parquet_dir, delta_dir, pipelines_dir)
-    selected = check_resources(resources)
-    retries, delays = _retry_options()
-    limit = lineage.concurrency_limit(target)
-    logger.info("waiting for the writer slot of %s (limit %r)", target.describe(), limit)
-    with ExitStack() as held:
-        try:
-            take_writer_slot(held, limit)
-        except WriterSlotMissing as exc:
-            _report_failure(target, mode, str(exc))
-            raise
-        except ConcurrencySlotAcquisitionError as exc:  # the server failed, the limit exists
-            _report_failure(target, mode, f"could not take the writer slot {limit!r}: {exc}")
-            raise
-        logger.info("holding the writer slot %r", limit)
-        state = sync.with_options(retries=retries, retry_delay_seconds=delays)(
-            target, mode == "full", list(selected) if selected else None, return_state=True
-        )
-        if not state.is_completed():  # failed, crashed or cancelled
-            error = _failure(state) if state.is_failed() else None
-            told = (explain(error)[0] if error is not None else None) or state.message
-            message = SCRUBBER.scrub(f"the sync failed: {told or state.name}")
-            _report_failure(target, mode, message)
-            raise RuntimeError(message)
-        result: SyncResult = state.result()
-        built: BuildResult | None = None
-        models_error: str | None = None
-        not_built: str | None = None
-        if not run_models:
-            not_built = "run_models is off"
-        elif not target.builds_models:
-            not_built = (
-                f"they run on DuckDB, Parquet, PostgreSQL and Delta targets, not "
-                f"{target.describe()}"
-            )
-            logger.warning("the SQL models were not built: %s", not_built)
-        else:
-            model_state = models(target, return_state=True)
-            if model_state.is_completed():
-                built = model_state.result()
-            else:
-                error = _failure(model_state)
-                models_error = str(error) if error is not None else str(model_state.message)
-                not_built = f"the build failed: {models_error}"
-        found: list[Check] | None = None
-        if checks:
-            check_state = data_checks(
-                target, result, built, models_error, max_row_drop, max_age_hours, return_state=True
-            )
-            if check_state.is_completed():
-                found = check_state.result()
-            else:
-                error = _failure(check_state)
-                reason = SCRUBBER.scrub(str(error or check_state.message))
-                found = [Check("checks ran", "warehouse", f"the checks failed: {reason}", False)]
-        # written while the slot is held, so the next run's checks see this run's counts
-        table = artifacts.rows_table(result)
+
+
+@dataclass(frozen=True)
+class _Models:
+    """What the flow's models step did: the build, its error, or why it did not run."""
+
+    built: BuildResult | None = None
+    error: str | None = None
+    not_built: str | None = None
+
+
+def _build_models(target: Target, run_models: bool) -> _Models:
+    """Builds the models where the flow and the target call for it (a failure is kept)."""
+    if not run_models:
+        return _Models(not_built="run_models is off")
+    if not target.builds_models:
+        why = f"they run on DuckDB, Parquet, PostgreSQL and Delta targets, not {target.describe()}"
+        get_run_logger().warning("the SQL models were not built: %s", why)
+        return _Models(not_built=why)
+    model_state = models(target, return_state=True)
+    if model_state.is_completed():
+        return _Models(built=model_state.result())
+    error = _failure(model_state)
+    models_error = str(error) if error is not None else str(model_state.message)
+    return _Models(error=models_error, not_built=f"the build failed: {models_error}")
+
+
+def _checks(
+    target: Target,
+    result: SyncResult,
+    made: _Models,
+    max_row_drop: float,
+    max_age_hours: dict[str, float] | None,
+) -> list[Check]:
+    """The data checks' findings; checks that could not run are one failed finding."""
+    check_state = data_checks(
+        target, result, made.built, made.error, max_row_drop, max_age_hours, return_state=True
+    )
+    if check_state.is_completed():
+        found: list[Check] = check_state.result()
+        return found
+    error = _failure(check_state)
+    reason = SCRUBBER.scrub(str(error or check_state.message))
+    return [Check("checks ran", "warehouse", f"the checks failed: {reason}", False)]
+
+
+def _rows_artifacts(target: Target, result: SyncResult, found: list[Check] | None) -> None:
+    """The rows table of this run, and the baseline the next run's checks compare with
+    (only after a run whose checks passed)."""
+    table = artifacts.rows_table(result)
+    create_table_artifact(
+        table,
+        key=lineage.artifact_key(target, "rows"),
+        description="feedback-sync: rows per table, requests, retries, seconds per step",
+    )
+    if not failed(found or []):
         create_table_artifact(
             table,
-            key=lineage.artifact_key(target, "rows"),
-            description="feedback-sync: rows per table, requests, retries, seconds per step",
+            key=lineage.artifact_key(target, "baseline"),
+            description="feedback-sync: rows per table after the last successful run",
         )
-        if not failed(found or []):
-            create_table_artifact(
-                table,
-                key=lineage.artifact_key(target, "baseline"),
-                description="feedback-sync: rows per table after the last successful run",
-            )
-    reported = publish_assets(target, _base_url(), result, built, found or [])
-    skipped = artifacts.skipped_lines(result, selected, not_built)
-    create_markdown_artifact(
-        artifacts.report_markdown(result, found, skipped, limit),
-        key=lineage.artifact_key(target, "report"),
-        description="feedback-sync run report: summary, checks, what was skipped",
-    )
-    problems = failed(found or [])
-    if result.history_error is not None:
-        raise RuntimeError(
-            f"the history step failed (the synced data is kept): {result.history_error}"
-        )
-    if models_error is not None and not checks:
-        raise RuntimeError(f"the SQL models failed (the synced data is kept): {models_error}")
-    if problems:
-        raise ChecksFailed(problems)
-    return {
-        "load_id": result.load_id,
-        "rows_loaded": result.rows_loaded,
-        "rows_removed": result.rows_removed,
-        "table_rows": result.table_rows,
-        "assets": reported,
-        "checks": [c.as_dict() for c in found or []],
-    }
 
 
 def _report_failure(target: Target, mode: str, message: str) -> None:

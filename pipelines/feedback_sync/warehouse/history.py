@@ -335,7 +335,13 @@ def record(
                 if current is None:
                     continue  # nothing of it loaded yet
                 recorded[entity.table] = _record_one(
-                    sql, entity, current, existing, closes_gone, run_at, since is not None
+                    sql,
+                    entity,
+                    current,
+                    existing=existing,
+                    closes_gone=closes_gone,
+                    run_at=run_at,
+                    partial=since is not None,
                 )
             if recorded:
                 _checked(sql, list(recorded), run_at)
@@ -466,6 +472,7 @@ def _record_one(
     sql: HistorySql,
     entity: Entity,
     current: _Current,
+    *,
     existing: Columns,
     closes_gone: bool,
     run_at: datetime,

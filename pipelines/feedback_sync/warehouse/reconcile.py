@@ -158,8 +158,9 @@ def reconcile(
                 for where, args in filters:
                     if mode == "soft":
                         where += " and _deleted_at is null"
+                    soft_at = now if mode == "soft" else None
                     for table, count in _remove(
-                        client, schema, existing, root, where, args, mode, now
+                        client, schema, existing, root, where=where, args=args, soft_at=soft_at
                     ).items():
                         here[table] = here.get(table, 0) + count
                 if here.get(root):
@@ -198,19 +199,20 @@ def _remove(
     schema: Schema,
     existing: set[str],
     root: str,
+    *,
     where: str,
     args: list[Any],
-    mode: str,
-    now: datetime,
+    soft_at: datetime | None,
 ) -> dict[str, int]:
-    """Deletes the rows of ``root`` that ``where`` picks, and their child rows (or marks
-    them deleted, ``soft``: their child rows stay); how many, per table."""
+    """Deletes the rows of ``root`` that ``where`` picks, and their child rows (or, with
+    ``soft_at``, marks them deleted at that time: their child rows stay); how many, per
+    table."""
     qroot = client.make_qualified_table_name(root)
     count = _count(client, f"from {qroot} where {where}", *args)
     if not count:
         return {}
-    if mode == "soft":
-        client.execute_sql(f"update {qroot} set _deleted_at = %s where {where}", now, *args)
+    if soft_at is not None:
+        client.execute_sql(f"update {qroot} set _deleted_at = %s where {where}", soft_at, *args)
         return {root: count}
     removed = {root: count}
     key = PARENT_KEYS.get(root)
