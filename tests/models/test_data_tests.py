@@ -14,7 +14,7 @@ from feedback_sync.app.cli import main
 from feedback_sync.errors import DataTestsFailed, ModelError
 from feedback_sync.models import datatests
 from feedback_sync.models.project import SQL_DIR, apply, build, load_project
-from feedback_sync.warehouse.engines import DuckDbEngine
+from feedback_sync.warehouse.engines.duckdb import DuckDbEngine
 
 from tests.sync.harness import Harness
 

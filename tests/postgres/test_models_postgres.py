@@ -15,7 +15,7 @@ import duckdb
 import pytest
 from feedback_sync.errors import ModelError
 from feedback_sync.models.project import LAYERS, SQL_DIR, apply, load_project
-from feedback_sync.warehouse.engines import to_postgres
+from feedback_sync.warehouse.engines.postgres import to_postgres
 
 from tests.sync.harness import Harness, PostgresReader
 

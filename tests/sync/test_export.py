@@ -6,8 +6,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from feedback_sync.warehouse.parquet_files import write_parquet
 from feedback_sync.warehouse.duckdb import DUCKDB_MEMORY_LIMIT
+from feedback_sync.warehouse.parquet_files import write_parquet
 
 
 @pytest.mark.slow

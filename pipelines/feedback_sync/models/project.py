@@ -49,7 +49,8 @@ from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields
 from feedback_sync.source.types import DECLARED, VARIANT
 from feedback_sync.warehouse import runlock
-from feedback_sync.warehouse.engines import DuckDbEngine, Engine
+from feedback_sync.warehouse.engines import Engine
+from feedback_sync.warehouse.engines.duckdb import DuckDbEngine
 from feedback_sync.warehouse.target import Target
 
 SQL_DIR = package_path("sql")

@@ -221,7 +221,7 @@ def open_duckdb_models(
     Raises:
         ModelError: no file at ``path`` (and not ``create``), or it cannot be opened.
     """
-    from feedback_sync.warehouse.engines import DuckDbEngine
+    from feedback_sync.warehouse.engines.duckdb import DuckDbEngine
 
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)

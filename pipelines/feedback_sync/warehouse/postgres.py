@@ -137,7 +137,7 @@ class Postgres(SqlTarget):
     def open_models(
         self, *, read_only: bool = False, building: bool = False
     ) -> Iterator[tuple[Engine, str]]:
-        from feedback_sync.warehouse.engines import PostgresEngine
+        from feedback_sync.warehouse.engines.postgres import PostgresEngine
 
         with self.pipeline().sql_client() as client:
             yield PostgresEngine(client.native_connection), self.describe()

@@ -1,4 +1,4 @@
-"""Where the SQL models run: DuckDB (and Parquet, through a DuckDB file) or PostgreSQL.
+"""The PostgreSQL engine the models run on.
 
 The models of ``sql/`` are written once, in DuckDB's dialect. On PostgreSQL each rendered
 statement is transpiled with sqlglot, and the few DuckDB constructs sqlglot has no
@@ -17,10 +17,6 @@ PostgreSQL spelling for are rewritten on the parsed tree first (``_for_postgres`
 - ``format('... {} ... {:,.2f} ...', a, b)`` (the push's note text) becomes the same text
   joined with ``||``, a ``{:,.Nf}`` placeholder as ``to_char`` of the value as ``numeric``
   with a comma every three digits. Other placeholders have no rewrite and fail, named.
-
-Each engine runs one build in one transaction: a failed model rolls all of it back. The
-push and the dashboard read through the same engines (``query``, ``translate``); the SQL
-they send untranslated (the push's lookups and journal) is written in what both accept.
 """
 
 from __future__ import annotations
@@ -29,12 +25,13 @@ import contextlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
 
 from feedback_sync.errors import DependentViewError
+from feedback_sync.warehouse.engines import Engine, catalog
 
 # what PostgreSQL's information_schema calls a type -> DuckDB's name for it (the models'
 # catalog code speaks DuckDB's names)
@@ -55,115 +52,7 @@ _PG_TYPES = {
 TRY_CAST_PREFIX = "feedback_sync_try_"
 
 
-class Engine(Protocol):
-    """A connection the models are built on."""
-
-    # what a failed statement raises: a model that fails is reported with its name
-    errors: tuple[type[Exception], ...]
-    # whether ``hash(row)`` sums a relation's rows (what lets a build be skipped when
-    # nothing it reads changed)
-    hashes_rows: bool
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-
-    def query(
-        self, sql: str, params: Sequence[Any] = ()
-    ) -> tuple[list[str], list[tuple[Any, ...]]]: ...
-
-    def translate(self, sql: str) -> str:
-        """``sql``, written in DuckDB's dialect, in this engine's."""
-        ...
-
-    def column_types(self, schema: str) -> dict[str, dict[str, str]]: ...
-
-    def build(self, schemas: Sequence[str]) -> contextlib.AbstractContextManager[None]: ...
-
-    def create(self, kind: str, relation: str, sql: str) -> None: ...
-
-
-def _catalog(engine: Engine, schema: str) -> dict[str, dict[str, str]]:
-    rows = engine.execute(
-        "select table_name, column_name, data_type from information_schema.columns "
-        "where table_schema = ? order by table_name, ordinal_position",
-        [schema],
-    )
-    out: dict[str, dict[str, str]] = {}
-    for table, column, data_type in rows:
-        out.setdefault(table, {})[column] = data_type
-    return out
-
-
-def has_schema(engine: Engine, schema: str) -> bool:
-    sql = "select 1 from information_schema.schemata where schema_name = ?"
-    return bool(engine.execute(sql, [schema]))
-
-
-def has_relation(engine: Engine, schema: str, name: str) -> bool:
-    """A table or a view ``schema.name`` exists."""
-    sql = "select 1 from information_schema.tables where table_schema = ? and table_name = ?"
-    return bool(engine.execute(sql, [schema, name]))
-
-
-def records(engine: Engine, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    """The rows of ``sql`` as dicts by column name."""
-    names, rows = engine.query(sql, params)
-    return [dict(zip(names, row, strict=True)) for row in rows]
-
-
-def columns_of(engine: Engine, relation: str) -> list[str]:
-    """The column names of ``relation`` (a table, or a table function such as read_csv)."""
-    names, _ = engine.query(engine.translate(f"select * from {relation} as _r limit 0"))
-    return names
-
-
-class DuckDbEngine:
-    """A DuckDB connection (the warehouse file, or the models file beside Parquet)."""
-
-    def __init__(self, con: Any) -> None:
-        import duckdb
-
-        self.con = con
-        self.errors: tuple[type[Exception], ...] = (duckdb.Error,)
-        self.hashes_rows = True
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = self.con.execute(sql, list(params)).fetchall()
-        return rows
-
-    def query(
-        self, sql: str, params: Sequence[Any] = ()
-    ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        cursor = self.con.execute(sql, list(params))
-        names = [d[0] for d in cursor.description or ()]
-        return names, cursor.fetchall()
-
-    def translate(self, sql: str) -> str:
-        return sql
-
-    def column_types(self, schema: str) -> dict[str, dict[str, str]]:
-        return _catalog(self, schema)
-
-    @contextlib.contextmanager
-    def build(self, schemas: Sequence[str]) -> Iterator[None]:
-        import duckdb
-
-        self.con.execute("begin transaction")
-        try:
-            for schema in schemas:
-                self.con.execute(f'create schema if not exists "{schema}"')
-            yield
-            self.con.execute("commit")
-        except BaseException:
-            # a rollback that fails too must not hide why the build failed
-            with contextlib.suppress(duckdb.Error):
-                self.con.execute("rollback")
-            raise
-
-    def create(self, kind: str, relation: str, sql: str) -> None:
-        self.con.execute(f"create or replace {kind} {relation} as\n{sql}")
-
-
-class PostgresEngine:
+class PostgresEngine(Engine):
     """A psycopg2 connection (dlt's, from the pipeline's credentials), autocommitting.
 
     ``json`` and ``jsonb`` values come back as their text, as DuckDB gives a JSON value (the
@@ -211,7 +100,7 @@ class PostgresEngine:
     def column_types(self, schema: str) -> dict[str, dict[str, str]]:
         return {
             table: {column: _PG_TYPES.get(kind, kind.upper()) for column, kind in columns.items()}
-            for table, columns in _catalog(self, schema).items()
+            for table, columns in catalog(self, schema).items()
         }
 
     @contextlib.contextmanager
