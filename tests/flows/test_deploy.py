@@ -67,9 +67,18 @@ def _pushed_names(sandbox: RunningSandbox) -> list[str]:
 
 
 def _slot_held(api: PrefectApi, flow_run_id: str) -> tuple[datetime, datetime]:
-    """From the start of the run's sync to the end of its checks: when it held the slot."""
-    tasks = api.post("task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run_id]}}})
-    by_name = {t["name"].rsplit("-", 1)[0]: t for t in tasks}
+    """From the start of the run's sync to the end of its checks: when it held the slot.
+
+    Prefect records task runs from the events its worker sends, which may be written after
+    the flow run is seen completed (under CI's load the checks' run was not there yet):
+    both are waited for."""
+
+    def ended() -> list[dict[str, Any]]:
+        tasks = api.post("task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run_id]}}})
+        named = {"sync", "data checks"}
+        return [t for t in tasks if t["name"].rsplit("-", 1)[0] in named and t.get("end_time")]
+
+    by_name = {t["name"].rsplit("-", 1)[0]: t for t in api.wait_for(ended, 2, timeout=60)}
     start = datetime.fromisoformat(by_name["sync"]["start_time"])
     end = datetime.fromisoformat(by_name["data checks"]["end_time"])
     return start, end

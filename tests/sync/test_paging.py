@@ -146,12 +146,16 @@ def error(status: int, message: str, code: str) -> httpx.Response:
 class FakeServer:
     """Routes ``path`` (and ``idea_idx``) to fake lists; counts requests and concurrency."""
 
-    def __init__(self, *, delay: float = 0.0, max_requests: int = 1000) -> None:
+    def __init__(
+        self, *, delay: float = 0.0, first_delay: float | None = None, max_requests: int = 1000
+    ) -> None:
         self.lists: dict[tuple[str, str | None], CursorList] = {}
         self.requests: list[tuple[str, dict[str, str]]] = []
         # answers played before the lists answer (to inject faults), in order
         self.faults: list[httpx.Response] = []
         self.delay = delay
+        # the first request's answer takes this long instead (None: ``delay``)
+        self.first_delay = first_delay
         self.max_requests = max_requests
         self._lock = threading.Lock()
         self.in_flight = 0
@@ -171,9 +175,11 @@ class FakeServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             fault = self.faults.pop(0) if self.faults else None
+            first = len(self.requests) == 1
         try:
-            if self.delay:
-                time.sleep(self.delay)
+            delay = self.first_delay if first and self.first_delay is not None else self.delay
+            if delay:
+                time.sleep(delay)
             if fault is not None:
                 return fault
             fake = self.lists.get((path, params.get("idea_idx")))
@@ -632,7 +638,11 @@ def test_an_urgent_walk_is_not_queued_behind_the_fan_outs_requests() -> None:
     page by page (urgent) still goes next, not after the queued fan-out."""
     from feedback_sync.api.client import THREADS_PER_SLOT
 
-    server = FakeServer(delay=0.05)  # slow enough that a busy machine starts a thread
+    # slow enough that a busy machine starts a thread; the first answer slower still, so the
+    # urgent request is queued while the first fan-out request holds the slot even when a
+    # loaded machine (CI's workers on two cores) is slow to start the walk: at 0.05 s it
+    # came after three fan-out requests there
+    server = FakeServer(delay=0.05, first_delay=0.5)
     waiting = THREADS_PER_SLOT + 12  # one slot (max_concurrency=1): 12 more than threads
     for i in range(waiting):
         server.add("comments", CursorList(make_items(f"cmt_{i}", 3)), idea=f"ide_{i}")
