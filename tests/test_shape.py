@@ -4,8 +4,7 @@ would be silent). Read with ``ast`` from the source, so the rule holds for every
 the sandbox's included.
 
 Exempt, by what they are: a Prefect flow's parameters (they are its deployments'), and the
-sandbox's OpenAPI document (data written as code). ``PENDING`` lists what is still being
-taken apart (issue 55); it only shrinks: an entry that no longer breaks its rule fails too.
+sandbox's OpenAPI document (data written as code).
 """
 
 from __future__ import annotations
@@ -22,17 +21,6 @@ MAX_POSITIONAL = 6
 
 # data rather than code: the OpenAPI document the sandbox serves
 DATA = {"sandbox/openapi.py:_paths"}
-
-# what is still too long or takes too much, by rule: shrinks to nothing (issue 55)
-PENDING: dict[str, set[str]] = {
-    "lines": {
-        "source/source.py:_per_idea_poll",
-    },
-    "parameters": {
-        "source/source.py:_per_idea_poll",
-    },
-    "positional": set(),
-}
 
 
 def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -96,18 +84,8 @@ def _found() -> dict[str, set[str]]:
 
 
 def test_functions_are_short_take_few_parameters_and_name_what_they_pass() -> None:
-    found = _found()
-    for rule, names in found.items():
-        new = sorted(names - PENDING[rule])
-        assert not new, f"{rule} over the limit (MAX_* above): {new}"
-
-
-def test_pending_only_shrinks() -> None:
-    """An entry of ``PENDING`` that keeps its rule now is taken off the list."""
-    found = _found()
-    for rule, names in PENDING.items():
-        mended = sorted(names - found[rule])
-        assert not mended, f"{rule}: these keep the rule now; take them off PENDING: {mended}"
+    for rule, names in _found().items():
+        assert not names, f"{rule} over the limit (MAX_* above): {sorted(names)}"
 
 
 def test_the_checker_sees_what_it_must() -> None:

@@ -178,6 +178,14 @@ class PageNumberPaginator(Paginator):
         return {"limit": self.page_size, "offset": self._page}
 
 
+# a declaration's ``paging`` -> the paginator of that scheme (``source/resources.py``)
+PAGINATORS: dict[str, type[Paginator]] = {
+    "cursor": CursorPaginator,
+    "link_cursor": LinkCursorPaginator,
+    "page_number": PageNumberPaginator,
+}
+
+
 @dataclass
 class Chain:
     """One list to walk: a path, its fixed filters, and its paginator."""

@@ -8,7 +8,9 @@ uvicorn (``feedback-sync sandbox``), and from the pytest fixture in
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import orjson
@@ -67,9 +69,26 @@ class SandboxApp:
         )
         # a slash redirect would echo the query string, ?api_key= included: 404 instead
         routed.router.redirect_slashes = False
+        self._routed = routed
         self._app = Guard(routed, state)
         # the ``gzip`` switch: real services compress JSON for a client that asks
         self._gzipped = GZipMiddleware(self._app, minimum_size=GZIP_MINIMUM_BYTES)
+
+    @contextlib.contextmanager
+    def route_added(
+        self,
+        path: str,
+        endpoint: Callable[[Request], Awaitable[Response]],
+        method: str = "GET",
+    ) -> Iterator[None]:
+        """Serves ``endpoint`` at ``/v1<path>`` for the block, behind the same key check,
+        rate limit and faults as every route: a test's resource the API does not have."""
+        route = Route(f"/v1{path}", endpoint, methods=[method])
+        self._routed.router.routes.insert(0, route)
+        try:
+            yield
+        finally:
+            self._routed.router.routes.remove(route)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self._gzipped if self.state.settings.gzip else self._app

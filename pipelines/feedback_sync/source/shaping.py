@@ -143,3 +143,21 @@ def idea(row: Row) -> Row:
     elif topic_idxs is not None:
         _misshapen(row, "topic_idxs", topic_idxs)
     return row
+
+
+# a row shaped as it lands, given the idea it was listed under (a per-idea list) or None
+Shaper = Callable[[Row, "str | None"], Row]
+
+
+def shaper(resource: str) -> Shaper:
+    """How ``resource``'s rows are shaped: its own function here, else timestamps only."""
+    own: dict[str, Shaper] = {
+        "followers": lambda row, idea_idx: follower(row),
+        "announcements": lambda row, idea_idx: announcement(row),
+        "comments": lambda row, idea_idx: comment(row, idea_idx or ""),
+        "ideas": lambda row, idea_idx: idea(row),
+    }
+    if resource in own:
+        return own[resource]
+    plain_shape = plain(resource)
+    return lambda row, idea_idx: plain_shape(row)

@@ -14,8 +14,11 @@ One resource per API resource, each merged on ``idx``. What a normal run reads:
 - ``topics``, ``statuses``, ``ideas``: everything (small lists; ideas feed the fan-out);
   of ideas, only the rows that changed load (``changes``).
 
-``full=True`` reads everything from the start. Resources read from start to end are listed
-in ``SyncRun.complete``; the sync removes (or marks) their rows that were not seen.
+The resources are built from their declarations (``resources.RESOURCES``), one reader per
+way of reading (``Resource.reading``: ``_READERS``), each given the declaration's path,
+paging and parameters. ``full=True`` reads everything from the start. Resources read
+from start to end are listed in ``SyncRun.complete``; the sync removes (or marks) their
+rows that were not seen.
 Without ``/ideas`` (a 404), ideas are discovered from the configured ``idea_idxs``, ideas
 seen by earlier runs, every announcement, and links by configured type; every one of them
 is polled on every run, since nothing says which changed.
@@ -32,14 +35,7 @@ import dlt
 from dlt.common.schema.typing import TTableSchemaColumns
 from dlt.extract.resource import DltResource
 
-from feedback_sync.api.paging import (
-    Chain,
-    CursorPaginator,
-    LinkCursorPaginator,
-    PageNumberPaginator,
-    Paginator,
-    walk,
-)
+from feedback_sync.api.paging import PAGINATORS, Chain, CursorPaginator, LinkCursorPaginator, walk
 from feedback_sync.api.settings import load_settings
 from feedback_sync.errors import ApiError
 from feedback_sync.source import changes, screening, shaping
@@ -48,15 +44,14 @@ from feedback_sync.source.changes import IdeaChanges, ListChanges, WindowChanges
 from feedback_sync.source.context import SyncRun
 from feedback_sync.source.idea_entries import idea_signature, pack_idea, unpack_idea
 from feedback_sync.source.resources import NAMES as RESOURCES
-from feedback_sync.source.resources import SOURCE_NAME
+from feedback_sync.source.resources import RESOURCES as DECLARED
+from feedback_sync.source.resources import SOURCE_NAME, Resource
 
 __all__ = ["RESOURCES", "SyncRun", "feedback"]
 
 log = logging.getLogger("feedback_sync")
 
 Row = dict[str, Any]
-# both list forms the comments list accepts; the contract's is the comma
-INCLUDED_TYPES = "comments,notes"
 
 
 # section="feedback": the source's configuration and state keep the section they had when
@@ -71,18 +66,14 @@ def feedback(full: bool = False, run: Any = None) -> list[DltResource]:
     """
     if run is None:
         run = SyncRun(load_settings(), full=full)
-    pages = _idea_pages(run)
-    links = _links_by_type(run) if run.settings.integration_types else _links_by_idea(run, pages)
-    return [
-        _followers(run),
-        _announcements(run),
-        _comments(run, pages),
-        _small_list(run, "topics", PageNumberPaginator),
-        _small_list(run, "statuses", CursorPaginator),
-        links,
-        _ideas(run, pages),
-        pages,
-    ]
+    (idea_list,) = [r for r in DECLARED if r.reading == "idea_list"]
+    pages = _idea_pages(run, idea_list)
+    return [*(_READERS[r.reading](run, r, pages) for r in DECLARED), pages]
+
+
+def _paginator(run: SyncRun, resource: Resource, cursor: str | None = None) -> Any:
+    """A new paginator of ``resource``'s list, from ``cursor`` (the start if None)."""
+    return PAGINATORS[resource.paging](run.settings.page_size, cursor)
 
 
 def _columns(run: SyncRun) -> Any:
@@ -104,48 +95,42 @@ def _merge(name: str) -> dict[str, Any]:
     return {"name": name, "write_disposition": "merge", "parallelized": True}
 
 
-def _followers(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge("followers"))
-    def followers() -> Iterator[Any]:
-        state = dlt.current.resource_state("followers")
+def _cursor_list(run: SyncRun, resource: Resource, pages: DltResource) -> DltResource:
+    """A list read past the cursor the last run saved (followers); complete when read from
+    its start."""
+    name = resource.name
+
+    @dlt.resource(**_merge(name))
+    def cursor_list() -> Iterator[Any]:
+        state = dlt.current.resource_state(name)
         resume = None if run.full else state.get("after")
-        paginator = CursorPaginator(run.settings.page_size, resume, state.get("total"))
-        chain = Chain("followers", "followers", paginator, {"include_attributes": "true"})
-        tables = _tabulator(run, "followers")
+        paginator = PAGINATORS[resource.paging](run.settings.page_size, resume, state.get("total"))
+        chain = Chain(name, resource.path, paginator, dict(resource.params))
+        shape = shaping.shaper(name)
+        tables = _tabulator(run, name)
         for page in walk(run.client, [chain], 1, urgent=True):
-            yield from tables.add(shaping.follower(r) for r in page.items if tables.accept(r))
+            yield from tables.add(shape(r, None) for r in page.items if tables.accept(r))
             if page.last:
                 state["after"] = paginator.resume
-                state["total"] = paginator.last_total  # followers before that cursor
+                state["total"] = paginator.last_total  # rows before that cursor
         yield from tables.flush()
         if not paginator.resumed:
-            run.mark_complete("followers")
+            run.mark_complete(name)
 
-    return followers
+    return cursor_list
 
 
-def _announcements(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge("announcements"))
-    def announcements() -> Iterator[Any]:
-        state = dlt.current.resource_state("announcements")
+def _window(run: SyncRun, resource: Resource, pages: DltResource) -> DltResource:
+    """Announcements: newest first by publication; a normal run reads the posts published
+    since the newest seen, minus a look-back window, and every draft and scheduled post."""
+    name = resource.name
+
+    @dlt.resource(**_merge(name))
+    def window() -> Iterator[Any]:
+        state = dlt.current.resource_state(name)
         saved = None if run.full else state.get("published_high_water")
         high = shaping.parse_timestamp(saved, "saved state") if saved else None
-        size = run.settings.page_size
-        if high is None:
-            # everything: published, drafts and scheduled posts in one list
-            chains = [Chain("announcements", "announcements", CursorPaginator(size))]
-        else:
-            since = high - timedelta(days=run.settings.announcement_lookback_days)
-            window = {"published_after": since.strftime("%Y-%m-%dT%H:%M:%SZ")}
-            chains = [
-                Chain("announcements", "announcements", CursorPaginator(size), window),
-                Chain(
-                    "announcements",
-                    "announcements",
-                    CursorPaginator(size),
-                    {"is_published": "false"},
-                ),
-            ]
+        chains = _window_chains(run, resource, high)
         # a scheduled post is in both lists: keep the first copy (the set holds only the
         # window's and the drafts' idxs)
         seen: set[str] | None = set() if len(chains) > 1 else None
@@ -153,7 +138,8 @@ def _announcements(run: SyncRun) -> DltResource:
         # a post the service calls published but dated after this run started (a server
         # may say so of scheduled posts) must not move the window past posts not yet seen
         started = datetime.now(UTC)
-        tables = _tabulator(run, "announcements")
+        tables = _tabulator(run, name)
+        shape = shaping.shaper(name)
         compare = WindowChanges(run, state)
         for page in walk(run.client, chains, len(chains), urgent=True):
             rows = []
@@ -164,7 +150,7 @@ def _announcements(run: SyncRun) -> DltResource:
                     if row.get("idx") in seen:
                         continue
                     seen.add(str(row.get("idx")))
-                row = shaping.announcement(row)
+                row = shape(row, None)
                 published = row.get("published_at")
                 if row.get("is_published") is True and isinstance(published, datetime):
                     published = min(published, started)
@@ -177,41 +163,94 @@ def _announcements(run: SyncRun) -> DltResource:
         if newest is not None:
             state["published_high_water"] = newest.isoformat()
         if high is None:
-            run.mark_complete("announcements")
+            run.mark_complete(name)
 
-    return announcements
+    return window
 
 
-def _per_idea_poll(
-    run: SyncRun,
-    resource: str,
-    path: str,
-    paginator: type[Paginator],
-    filters: dict[str, str],
-    shape: Callable[[Row, str], Row],
-    *,
-    resume: bool,
-    seen_types: bool = False,
-) -> Callable[[list[Row] | Row], Iterator[Any]]:
-    """The per-idea fan-out (comments, links by idea), called with each page of ideas.
+def _window_chains(run: SyncRun, resource: Resource, high: datetime | None) -> list[Chain]:
+    """Everything in one list where no window is saved; else the posts published since it
+    began, and the drafts and scheduled posts."""
+    name, params = resource.name, dict(resource.params)
+    if high is None:  # everything: published, drafts and scheduled posts in one list
+        return [Chain(name, resource.path, _paginator(run, resource), params)]
+    since = high - timedelta(days=run.settings.announcement_lookback_days)
+    published = {**params, "published_after": since.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    drafts = {**params, "is_published": "false"}
+    return [
+        Chain(name, resource.path, _paginator(run, resource), published),
+        Chain(name, resource.path, _paginator(run, resource), drafts),
+    ]
+
+
+class _PerIdea:
+    """The per-idea fan-out of ``resource`` (comments, links by idea), called with each
+    page of ideas.
 
     Polls new ideas and ideas whose signature moved (every idea on a full run), from the
-    idea's saved cursor when ``resume``, and keeps ``{idea: pack_idea(cursor, signature,
-    total)}`` in state (``total``: the items before the cursor; no cursor or total without
-    ``resume``).
-    With ``seen_types``, the rows' ``type`` values are kept in state as ``seen_types``.
+    idea's saved cursor where the declaration keeps one (``idea_cursors``), and keeps
+    ``{idea: pack_idea(cursor, signature, total)}`` in state (``total``: the items before
+    the cursor). A resource the API also lists by type (``by_type``) keeps the rows'
+    ``type`` values in state as ``seen_types``.
     """
 
-    def poll(ideas_page: list[Row] | Row) -> Iterator[Any]:
-        state = dlt.current.resource_state(resource)
+    def __init__(self, run: SyncRun, resource: Resource) -> None:
+        self.run = run
+        self.resource = resource
+        self.name = resource.name
+        self.resume = resource.idea_cursors
+        self.seen_types = resource.by_type
+        self.shape = shaping.shaper(resource.name)
+
+    def __call__(self, ideas_page: list[Row] | Row) -> Iterator[Any]:
+        run, name = self.run, self.name
+        state = dlt.current.resource_state(name)
+        known = self._known(state)
+        signatures: dict[str, str | None] = {}
+        chains = [
+            chain
+            for idea in _as_list(ideas_page)
+            if (chain := self._chain(idea, known, signatures)) is not None
+        ]
+        types: set[str] = set()
+        # a transformer has no last call: each call yields all it fetched
+        tables = _tabulator(run, name)
+        for page in walk(run.client, chains, run.settings.max_concurrency):
+            idx = page.chain.key
+            assert idx is not None
+            if page.missing:
+                known.pop(idx, None)
+                run.count_skipped(name)
+                continue
+            if self.seen_types:
+                types.update(row["type"] for row in page.items if isinstance(row.get("type"), str))
+            yield from tables.add(self.shape(r, idx) for r in page.items if tables.accept(r))
+            if page.last:
+                walked = page.chain.paginator
+                # the cursor, the signature, and how many items lie before the cursor (the
+                # list's total at its end), so the next resumed walk can end without an
+                # empty page
+                known[idx] = (
+                    pack_idea(walked.resume, signatures[idx], walked.last_total)
+                    if self.resume
+                    else pack_idea(None, signatures[idx], None)
+                )
+        yield from tables.flush()
+        if types:
+            run.merge_into_list(state, "seen_types", types)
+
+    def _known(self, state: Any) -> dict[str, Any]:
+        """The per-idea entries of the state: rebuilt on a full run (ideas gone at the
+        source drop out), and entries of earlier versions repacked, once per run."""
+        run, name = self.run, self.name
         if run.full:
-            # a full run rebuilds the per-idea state: ideas gone at the source drop out
+
             def reset() -> None:
                 state["ideas"] = {}
-                if seen_types:
+                if self.seen_types:
                     state["seen_types"] = []
 
-            run.once(f"{resource}:reset", reset)
+            run.once(f"{name}:reset", reset)
         known: dict[str, Any] = state.setdefault("ideas", {})
 
         def repack() -> None:
@@ -220,139 +259,98 @@ def _per_idea_poll(
                 if not isinstance(entry, str):
                     known[idx] = pack_idea(*unpack_idea(entry))
 
-        run.once(f"{resource}:repack", repack)
-        signatures: dict[str, str | None] = {}
-        chains = []
-        for idea in _as_list(ideas_page):
-            idx = idea.get("idx") if isinstance(idea, dict) else None
-            if not isinstance(idx, str):
-                continue
-            signature = idea_signature(idea)
-            saved_cursor, saved_signature, before = unpack_idea(known.get(idx))
-            if signature is not None and saved_signature == signature and not run.full:
-                continue  # nothing moved on this idea since the last run
-            signatures[idx] = signature
-            cursor = saved_cursor if resume and not run.full else None
-            pages = paginator(run.settings.page_size, cursor, before)
-            chains.append(Chain(resource, path, pages, {**filters, "idea_idx": idx}, idx, True))
-        types: set[str] = set()
-        # a transformer has no last call: each call yields all it fetched
-        tables = _tabulator(run, resource)
-        for page in walk(run.client, chains, run.settings.max_concurrency):
-            idx = page.chain.key
-            assert idx is not None
-            if page.missing:
-                known.pop(idx, None)
-                run.count_skipped(resource)
-                continue
-            if seen_types:
-                types.update(row["type"] for row in page.items if isinstance(row.get("type"), str))
-            yield from tables.add(shape(r, idx) for r in page.items if tables.accept(r))
-            if page.last:
-                walked = page.chain.paginator
-                # the cursor, the signature, and how many items lie before the cursor (the
-                # list's total at its end), so the next resumed walk can end without an
-                # empty page
-                known[idx] = (
-                    pack_idea(walked.resume, signatures[idx], walked.last_total)
-                    if resume
-                    else pack_idea(None, signatures[idx], None)
-                )
-        yield from tables.flush()
-        if types:
-            run.merge_into_list(state, "seen_types", types)
+        run.once(f"{name}:repack", repack)
+        return known
 
-    return poll
+    def _chain(
+        self, idea: Any, known: dict[str, Any], signatures: dict[str, str | None]
+    ) -> Chain | None:
+        """The list of one idea's rows to read, or None where nothing moved on it."""
+        run = self.run
+        idx = idea.get("idx") if isinstance(idea, dict) else None
+        if not isinstance(idx, str):
+            return None
+        signature = idea_signature(idea)
+        saved_cursor, saved_signature, before = unpack_idea(known.get(idx))
+        if signature is not None and saved_signature == signature and not run.full:
+            return None  # nothing moved on this idea since the last run
+        signatures[idx] = signature
+        cursor = saved_cursor if self.resume and not run.full else None
+        paginator = PAGINATORS[self.resource.paging](run.settings.page_size, cursor, before)
+        filters = {**self.resource.params, "idea_idx": idx}
+        return Chain(self.name, self.resource.path, paginator, filters, key=idx, skip_missing=True)
 
 
-def _comments(run: SyncRun, ideas: DltResource) -> DltResource:
-    poll = _per_idea_poll(
-        run,
-        "comments",
-        "comments",
-        CursorPaginator,
-        {"included_types": INCLUDED_TYPES},
-        shaping.comment,
-        resume=True,
-    )
+def _per_idea(run: SyncRun, resource: Resource, pages: DltResource) -> DltResource:
+    """A resource listed per idea. One the API also lists by type (``by_type``) is read by
+    the configured ``integration_types`` where there are some (``_by_type``); without,
+    a full run (or one that knows no types yet) reads every idea's rows from the start and
+    keeps the types it saw, and a normal run that knows types reads each of them from its
+    saved cursor instead (``?type=``): one chain per type finds new rows on every idea,
+    where per-idea polling found them only on ideas whose comments moved. A type first seen
+    by a normal run's ideas waits for the next full run."""
+    name = resource.name
+    if resource.by_type and run.settings.integration_types:
+        return _by_type(run, resource)
+    poll = _PerIdea(run, resource)
 
-    @dlt.transformer(data_from=ideas, **_merge("comments"))
-    def comments(ideas_page: list[Row] | Row) -> Iterator[Any]:
-        yield from poll(ideas_page)
-
-    return comments
-
-
-def _links_by_idea(run: SyncRun, ideas: DltResource) -> DltResource:
-    """Links without configured ``integration_types``: per idea, or by the types seen.
-
-    A full run (or one that knows no types yet) reads every idea's links from the start
-    and keeps the link types it saw. A normal run that knows types reads each of them from
-    its saved cursor instead (``?type=``, like configured types): one chain per type finds
-    new links on every idea, where per-idea polling found them only on ideas whose comments
-    moved. A type first seen by a normal run's ideas waits for the next full run.
-    """
-    # an idea's links are read from its start (usually one page): no cursor to keep
-    shape = shaping.plain("integration_links")
-    poll = _per_idea_poll(
-        run,
-        "integration_links",
-        "integration-links",
-        LinkCursorPaginator,
-        {},
-        lambda row, idx: shape(row),
-        resume=False,
-        seen_types=True,
-    )
-
-    @dlt.transformer(data_from=ideas, **_merge("integration_links"))
-    def integration_links(ideas_page: list[Row] | Row) -> Iterator[Any]:
-        state = dlt.current.resource_state("integration_links")
+    @dlt.transformer(data_from=pages, **_merge(name))
+    def per_idea(ideas_page: list[Row] | Row) -> Iterator[Any]:
+        if not resource.by_type:
+            yield from poll(ideas_page)
+            return
+        state = dlt.current.resource_state(name)
         # decided once per run, before the per-idea calls (run in parallel) add seen types
         types: tuple[str, ...] = run.memo(
-            "integration_links:types",
+            f"{name}:types",
             lambda: () if run.full else tuple(state.get("seen_types") or ()),
         )
         if not types:
             yield from poll(ideas_page)
-        elif run.claim("integration_links:by-type"):
+        elif run.claim(f"{name}:by-type"):
             # read by type, the per-idea entries of the last full run are not needed: they
             # would only weigh on the state (one per idea) until the next full run
             state.pop("ideas", None)
-            yield from _walk_link_types(run, state, types)
+            yield from _walk_types(run, resource, state, types)
 
-    return integration_links
+    return per_idea
 
 
-def _links_by_type(run: SyncRun) -> DltResource:
-    @dlt.resource(**_merge("integration_links"))
-    def integration_links() -> Iterator[Any]:
-        state = dlt.current.resource_state("integration_links")
+def _by_type(run: SyncRun, resource: Resource) -> DltResource:
+    """A resource read by the configured ``integration_types``, each from its cursor."""
+    name = resource.name
+
+    @dlt.resource(**_merge(name))
+    def by_type() -> Iterator[Any]:
+        state = dlt.current.resource_state(name)
         types = run.settings.integration_types
-        if (yield from _walk_link_types(run, state, types)):
-            run.mark_complete("integration_links")
+        if (yield from _walk_types(run, resource, state, types)):
+            run.mark_complete(name)
 
-    return integration_links
+    return by_type
 
 
-def _walk_link_types(run: SyncRun, state: Any, types: Iterable[str]) -> Generator[Any, None, bool]:
-    """Each link type's list from its saved cursor (``?type=``); True if all from the start."""
+def _walk_types(
+    run: SyncRun, resource: Resource, state: Any, types: Iterable[str]
+) -> Generator[Any, None, bool]:
+    """Each type's list from its saved cursor (``?type=``); True if all from the start."""
+    name = resource.name
     saved: dict[str, str | None] = state.get("types", {})
     cursors: dict[str, str | None] = {t: None if run.full else saved.get(t) for t in types}
     chains = [
         Chain(
-            "integration_links",
-            "integration-links",
-            LinkCursorPaginator(run.settings.page_size, cursors[t]),
-            {"type": t},
-            t,
+            name,
+            resource.path,
+            _paginator(run, resource, cursors[t]),
+            {**resource.params, "type": t},
+            key=t,
         )
         for t in cursors
     ]
-    shape = shaping.plain("integration_links")
-    tables = _tabulator(run, "integration_links")
+    shape = shaping.shaper(name)
+    tables = _tabulator(run, name)
     for page in walk(run.client, chains, run.settings.max_concurrency, urgent=True):
-        yield from tables.add(shape(r) for r in page.items if tables.accept(r))
+        yield from tables.add(shape(r, None) for r in page.items if tables.accept(r))
         if page.last:
             assert page.chain.key is not None
             cursors[page.chain.key] = page.chain.paginator.resume
@@ -362,58 +360,73 @@ def _walk_link_types(run: SyncRun, state: Any, types: Iterable[str]) -> Generato
     return not any(chain.paginator.resumed for chain in chains)
 
 
-def _small_list(run: SyncRun, name: str, paginator: type[Paginator]) -> DltResource:
-    """Topics and statuses: read in full on every run (a few pages), so always complete; a
-    normal run loads only the rows that changed (``changes.ListChanges``)."""
+def _whole_list(run: SyncRun, resource: Resource, pages: DltResource) -> DltResource:
+    """A list read in full on every run (topics, statuses: a few pages), so always
+    complete; where the declaration ``compares``, a normal run loads only the rows that
+    changed (``changes.ListChanges``)."""
+    name = resource.name
 
     @dlt.resource(**_merge(name))
-    def small_list() -> Iterator[Any]:
-        chain = Chain(name, name, paginator(run.settings.page_size))
-        shape = shaping.plain(name)
+    def whole_list() -> Iterator[Any]:
+        chain = Chain(name, resource.path, _paginator(run, resource), dict(resource.params))
+        shape = shaping.shaper(name)
         tables = _tabulator(run, name)
-        compare = ListChanges(run, name)
+        compare = ListChanges(run, name) if resource.compares else None
         for page in walk(run.client, [chain], 1, urgent=True):
             rows = []
             for item in page.items:
                 if not tables.accept(item):
-                    compare.rejected(item)
+                    if compare is not None:
+                        compare.rejected(item)
                     continue
-                row = shape(item)
-                if compare.changed(row):
+                row = shape(item, None)
+                if compare is None or compare.changed(row):
                     rows.append(row)
             yield from tables.add(rows)
         yield from tables.flush()
-        compare.finish()
+        if compare is not None:
+            compare.finish()
         run.mark_complete(name)
 
-    return small_list
+    return whole_list
 
 
-def _ideas(run: SyncRun, pages: DltResource) -> DltResource:
+def _idea_table(run: SyncRun, resource: Resource, pages: DltResource) -> DltResource:
     """The ``ideas`` table, from the pages of ideas the per-idea fan-out also reads."""
+    name = resource.name
 
-    @dlt.transformer(data_from=pages, **_merge("ideas"))
-    def ideas(ideas_page: list[Row] | Row) -> Iterator[Any]:
-        tables = _tabulator(run, "ideas")
+    @dlt.transformer(data_from=pages, **_merge(name))
+    def idea_table(ideas_page: list[Row] | Row) -> Iterator[Any]:
+        tables = _tabulator(run, name)
         accepted = [r for r in _as_list(ideas_page) if tables.accept(r)]
         changed = run.changed_ideas
         if changed is not None:  # only the new and changed ideas load (``changes``)
-            accepted = changes.keep(dlt.current.resource_state("ideas"), changed, accepted)
+            accepted = changes.keep(dlt.current.resource_state(name), changed, accepted)
         yield from tables.add(accepted)
         yield from tables.flush()
 
-    return ideas
+    return idea_table
 
 
-def _idea_pages(run: SyncRun) -> DltResource:
-    """Pages of shaped ideas (not a table): fed to ``ideas``, ``comments`` and links."""
+_READERS: dict[str, Callable[[SyncRun, Resource, DltResource], DltResource]] = {
+    "cursor": _cursor_list,
+    "window": _window,
+    "per_idea": _per_idea,
+    "full": _whole_list,
+    "idea_list": _idea_table,
+}
+
+
+def _idea_pages(run: SyncRun, resource: Resource) -> DltResource:
+    """Pages of shaped ideas (not a table): fed to the ideas table and the per-idea reads."""
 
     @dlt.resource(name="idea_pages", selected=False)
     def idea_pages() -> Iterator[list[Row]]:
-        paginator = CursorPaginator(run.settings.page_size)
+        paginator = _paginator(run, resource)
         compare = IdeaChanges.begin(run)
+        chain = Chain(resource.name, resource.path, paginator, dict(resource.params))
         try:
-            for page in walk(run.client, [Chain("ideas", "ideas", paginator)], 1, urgent=True):
+            for page in walk(run.client, [chain], 1, urgent=True):
                 if page.items:
                     yield _shape_ideas(page.items, compare)
         except ApiError as exc:
@@ -433,7 +446,7 @@ def _idea_pages(run: SyncRun) -> DltResource:
         run.ideas_endpoint = True
         if compare is not None:
             compare.finish()
-        run.mark_complete("ideas")
+        run.mark_complete(resource.name)
 
     return idea_pages
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -39,7 +40,7 @@ import orjson
 import pyarrow as pa
 from dlt.common.schema.typing import TColumnSchema
 
-from feedback_sync.source.resources import declared_tables
+from feedback_sync.source.resources import TABLES
 
 KINDS = ("text", "bigint", "double", "bool", "timestamp", "json", "decimal")
 KIND_HINT = "x-feedback-kind"
@@ -59,18 +60,21 @@ _INT64 = (-(2**63), 2**63 - 1)
 _DECIMAL_LIMIT = 10**38  # decimal(38, 0) holds integers below this, exactly
 
 # What api-spec.md (and api-contract.md, for ideas) types, per landed table: the
-# resources' declarations (resources.py), and the sync's own table of rejected items.
-DECLARED: dict[str, dict[str, str]] = {
-    **declared_tables(),
-    # the sync's own: items that cannot land as rows, whole (screening.py)
-    "rejected_rows": {
-        "resource": "text",
-        "record_sha256": "text",
-        "idx": "text",
-        "reason": "text",
-        "record": "text",
+# resources' declarations (resources.py, as they are now), and the sync's own table of
+# rejected items.
+DECLARED: ChainMap[str, dict[str, str]] = ChainMap(
+    TABLES,
+    {
+        # the sync's own: items that cannot land as rows, whole (screening.py)
+        "rejected_rows": {
+            "resource": "text",
+            "record_sha256": "text",
+            "idx": "text",
+            "reason": "text",
+            "record": "text",
+        },
     },
-}
+)
 
 
 def kind_of(value: Any) -> str:

@@ -50,6 +50,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from feedback_sync.errors import ConfigError
+from feedback_sync.source.resources import RESOURCES
 from feedback_sync.warehouse.base import (
     INTERNAL_SCHEMA,
     connected,
@@ -82,20 +83,28 @@ class Entity:
     reads: tuple[str, ...]  # the loaded tables its versions are read from (lineage)
 
 
+def _declared_by(name: str) -> str:
+    """The resource whose declaration keeps the history ``name`` (``Resource.history``)."""
+    (resource,) = [r.name for r in RESOURCES if name in r.history]
+    return resource
+
+
 ENTITIES = {
-    "ideas": Entity("ideas", "ideas_history", "idea_idx", "ideas", ("ideas", "ideas__topics")),
+    "ideas": Entity(
+        "ideas", "ideas_history", "idea_idx", _declared_by("ideas"), ("ideas", "ideas__topics")
+    ),
     "companies": Entity(
         "companies",
         "companies_history",
         "company_id",
-        "followers",
+        _declared_by("companies"),
         ("followers__companies", "followers"),
     ),
     "announcements": Entity(
         "announcements",
         "announcements_history",
         "announcement_idx",
-        "announcements",
+        _declared_by("announcements"),
         ("announcements",),
     ),
 }
