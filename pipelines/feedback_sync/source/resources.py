@@ -246,8 +246,18 @@ PARENT_KEYS: dict[str, str] = {}
 # resources a full run reads completely though a normal one does not (so only a full run
 # can find what was deleted at the source)
 COMPLETE_WHEN_FULL: set[str] = set()
-# the declared column types of every table the resources land
+# the declared column types of every table the resources land, and of the sync's own table
+# of items that cannot land as rows, whole (``screening.py``)
 TABLES: dict[str, dict[str, str]] = {}
+REJECTED_COLUMNS = {
+    "resource": "text",
+    "record_sha256": "text",
+    "idx": "text",
+    "reason": "text",
+    "record": "text",
+}
+# (resource, field) of the objects whose keys become rows
+KEYS_AS_ROWS: set[tuple[str, str]] = set()
 
 
 def _derive() -> None:
@@ -260,6 +270,9 @@ def _derive() -> None:
     COMPLETE_WHEN_FULL.update(r.name for r in RESOURCES if r.reading == "per_idea")
     TABLES.clear()
     TABLES.update({table: columns for r in RESOURCES for table, columns in r.tables().items()})
+    TABLES["rejected_rows"] = dict(REJECTED_COLUMNS)
+    KEYS_AS_ROWS.clear()
+    KEYS_AS_ROWS.update((r.name, key) for r in RESOURCES for key in r.keys_as_rows)
 
 
 _derive()
@@ -278,11 +291,6 @@ def registered(resource: Resource) -> Iterator[Resource]:
     finally:
         RESOURCES.remove(resource)
         _derive()
-
-
-def declared_tables() -> dict[str, dict[str, str]]:
-    """The declared column types of every table the resources land."""
-    return dict(TABLES)
 
 
 def check_resources(names: Sequence[str] | None) -> tuple[str, ...] | None:

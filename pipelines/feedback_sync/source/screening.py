@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from dlt.common.normalizers.naming.snake_case import NamingConvention
 
-from feedback_sync.source.resources import BY_NAME
+from feedback_sync.source.resources import BY_NAME, KEYS_AS_ROWS
 from feedback_sync.source.types import DECLARED, VARIANT
 
 REJECTED_TABLE = "rejected_rows"
@@ -37,11 +37,6 @@ _NAMING = NamingConvention()
 COLUMN_NAMES: dict[str, str] = {}
 _NAMES = COLUMN_NAMES
 # objects the shaping turns into rows: their keys become values, not columns
-
-
-def _keys_as_rows(resource: str) -> frozenset[str]:
-    declared = BY_NAME.get(resource)
-    return declared.keys_as_rows if declared is not None else frozenset()
 
 
 def column_name(key: str) -> str:
@@ -90,7 +85,7 @@ def _collision(resource: str, item: dict[str, Any]) -> str | None:
     if clash:
         return clash
     for key, value in item.items():
-        if key in declared or key in _keys_as_rows(resource) or VARIANT in key:
+        if key in declared or (resource, key) in KEYS_AS_ROWS or VARIANT in key:
             continue
         if isinstance(value, dict):
             clash = _clash(value, f"{key}.")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -61,20 +60,8 @@ _DECIMAL_LIMIT = 10**38  # decimal(38, 0) holds integers below this, exactly
 
 # What api-spec.md (and api-contract.md, for ideas) types, per landed table: the
 # resources' declarations (resources.py, as they are now), and the sync's own table of
-# rejected items.
-DECLARED: ChainMap[str, dict[str, str]] = ChainMap(
-    TABLES,
-    {
-        # the sync's own: items that cannot land as rows, whole (screening.py)
-        "rejected_rows": {
-            "resource": "text",
-            "record_sha256": "text",
-            "idx": "text",
-            "reason": "text",
-            "record": "text",
-        },
-    },
-)
+# rejected items. A plain dict the registry keeps current: it is read for every item.
+DECLARED: dict[str, dict[str, str]] = TABLES
 
 
 def kind_of(value: Any) -> str:
