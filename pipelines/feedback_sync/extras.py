@@ -8,10 +8,10 @@ import importlib.util
 
 from feedback_sync.errors import MissingExtra
 
-# extra -> the modules it installs that feedback-sync imports (pyproject.toml lists them)
+# extra -> the modules it installs that feedback-sync imports (pyproject.toml lists them),
+# for the extras that are not a destination's: a destination's module names its own
+# (``warehouse/postgres.py``, ``warehouse/delta.py``: ``DRIVER_MODULES``)
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "postgres": ("psycopg2", "adbc_driver_postgresql"),
-    "delta": ("deltalake",),
     "prefect": ("prefect",),
     "sandbox": ("starlette", "uvicorn", "sortedcontainers", "markdown_it"),
 }
@@ -24,14 +24,16 @@ def _installed(module: str) -> bool:
         return False
 
 
-def require(extra: str, what: str) -> None:
+def require(extra: str, what: str, modules: tuple[str, ...] | None = None) -> None:
     """Raises ``MissingExtra`` naming ``extra`` when a module it brings is not installed.
 
     Args:
-        extra: the extra's name (a key of ``EXTRAS``).
+        extra: the extra's name.
         what: what needs it, as the message says it ("the PostgreSQL destination").
+        modules: the modules the extra brings (None: ``EXTRAS[extra]``).
     """
-    missing = [module for module in EXTRAS[extra] if not _installed(module)]
+    brought = EXTRAS[extra] if modules is None else modules
+    missing = [module for module in brought if not _installed(module)]
     if missing:
         raise MissingExtra(
             f"feedback-sync's extra [{extra}] is not installed ({', '.join(missing)} is "

@@ -122,3 +122,22 @@ def test_models_without_parquet_files_make_no_models_file(tmp_path: Path) -> Non
     with pytest.raises(ModelError, match="no Parquet files in"):
         apply(target)
     assert not target.models_file().exists()
+
+
+def test_a_refused_connection_is_explained_by_the_destination_that_knows_its_words() -> None:
+    """libpq's words are PostgreSQL's module's (configuration, exit 2); a server's "does not
+    exist" is any destination's; anything else is not known (a server down may be back)."""
+    import feedback_sync.warehouse.postgres  # noqa: F401  (the module a PostgreSQL run loads)
+    from feedback_sync.warehouse.target import explain_connection
+
+    said = explain_connection("fe_sendauth: no password supplied")
+    assert said is not None and said[1] == 2 and "~/.pgpass" in said[0]
+    said = explain_connection('FATAL:  password authentication failed for user "u"')
+    assert said is not None and said[1] == 2 and "PGPASSWORD" in said[0]
+    said = explain_connection('FATAL:  database "nope" does not exist')
+    assert said == (
+        'the destination refused the login: FATAL:  database "nope" does not exist (check '
+        "DESTINATION__<NAME>__CREDENTIALS)",
+        2,
+    )
+    assert explain_connection("connection refused: is the server running?") is None

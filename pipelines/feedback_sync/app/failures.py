@@ -21,12 +21,6 @@ from feedback_sync.errors import (
 )
 
 LOCKED = "Could not set lock on file"
-# libpq's words when the server wants a password and libpq found none (not in the connection
-# string, not in PGPASSWORD, not in the password file), and when it was the wrong one
-NO_PASSWORD = "no password supplied"
-WRONG_PASSWORD = "password authentication failed"
-# a destination server that refused the credentials (libpq's words): configuration, exit 2
-REFUSED_LOGIN = (WRONG_PASSWORD, NO_PASSWORD, "does not exist")
 NO_SPACE = "No space left on device"  # strerror(ENOSPC), as DuckDB and the OS word it
 # Prefect's words for a global concurrency limit that does not exist (it has no class)
 _LIMIT_MISSING = "must be created"
@@ -99,35 +93,16 @@ def _misconfigured(chain: list[BaseException]) -> tuple[str, int] | None:
 
 
 def _unreachable(chain: list[BaseException]) -> tuple[str, int] | None:
-    """A destination's server that refused the login (configuration, exit 2) or could not
-    be reached (exit 1)."""
+    """A destination's server that refused the login (configuration, exit 2: the
+    destination's module says so, ``target.explain_connection``) or could not be reached
+    (exit 1)."""
+    from feedback_sync.warehouse.target import explain_connection
+
     for error in chain:
         if not _cannot_connect(error):
             continue
         first = _first_line(error)
-        if NO_PASSWORD in first:
-            return (
-                f"the destination's server wants a password and none was given ({first}): "
-                "put it in the connection string (DESTINATION__POSTGRES__CREDENTIALS="
-                "postgresql://USER:PASSWORD@HOST:PORT/DATABASE), or in PGPASSWORD, or as "
-                "a line HOST:PORT:DATABASE:USER:PASSWORD in ~/.pgpass (chmod 600; "
-                "PGPASSFILE names another file)",
-                2,
-            )
-        if WRONG_PASSWORD in first:
-            return (
-                f"the destination refused the login: {first} (check the user and the "
-                "password: libpq takes the connection string's, else PGPASSWORD, else "
-                "the one in ~/.pgpass)",
-                2,
-            )
-        if any(words in first for words in REFUSED_LOGIN):
-            return (
-                f"the destination refused the login: {first} (check "
-                "DESTINATION__<NAME>__CREDENTIALS)",
-                2,
-            )
-        return f"cannot connect to the destination: {first}", 1
+        return explain_connection(first) or (f"cannot connect to the destination: {first}", 1)
     return None
 
 
@@ -237,7 +212,9 @@ def is_transient(exc: BaseException) -> bool:
     for error in chain:
         if _cannot_connect(error):
             # a server that is down or restarting may be back; a refused login will not be
-            return not any(words in _first_line(error) for words in REFUSED_LOGIN)
+            from feedback_sync.warehouse.target import explain_connection
+
+            return explain_connection(_first_line(error)) is None
         if isinstance(error, FeedbackError) and error.transient is True:
             return True
         if isinstance(error, httpx.TransportError):

@@ -37,6 +37,10 @@ DEFAULT_DELTA_DIR = Path("data/delta")
 AZURE_SCHEMES = ("az", "abfs", "abfss", "adl")
 
 
+# the modules its extra (``pip install 'feedback-sync[delta]'``) brings, that it imports
+DRIVER_MODULES = ("deltalake",)
+
+
 @dataclass(frozen=True)
 class Delta(Target):
     """Delta tables in a folder or a bucket."""
@@ -110,7 +114,7 @@ class Delta(Target):
     def dlt_destination(self) -> Any:
         import dlt
 
-        require("delta", "the Delta destination")
+        require("delta", "the Delta destination", DRIVER_MODULES)
         from feedback_sync.warehouse import delta_tables
 
         # each key once per load: delta-rs keeps or refuses repeats (delta_tables.py)

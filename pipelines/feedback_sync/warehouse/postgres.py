@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from feedback_sync.warehouse.engines import Engine
 
 
+# libpq's words when the server wants a password and libpq found none (not in the connection
+# string, not in PGPASSWORD, not in the password file), and when it was the wrong one
+NO_PASSWORD = "no password supplied"
+WRONG_PASSWORD = "password authentication failed"
+# the modules its extra (``pip install 'feedback-sync[postgres]'``) brings, that it imports
+DRIVER_MODULES = ("psycopg2", "adbc_driver_postgresql")
+
+
 class PostgresHistorySql(HistorySql):
     """The history step's SQL on PostgreSQL. Its current state is compared as a query, not
     staged: its planner keeps statistics for the tables it joins, none for a new temporary
@@ -59,6 +67,27 @@ class Postgres(SqlTarget):
     # jsonb: ADBC cannot copy into jsonb (dlt's type mapper says so).
     loader_file_format: ClassVar[str | None] = "parquet"
 
+    @classmethod
+    def connection_refused(cls, first_line: str) -> tuple[str, int] | None:
+        """libpq's words for a login the server refused: configuration, exit 2."""
+        if NO_PASSWORD in first_line:
+            return (
+                f"the destination's server wants a password and none was given ({first_line}): "
+                "put it in the connection string (DESTINATION__POSTGRES__CREDENTIALS="
+                "postgresql://USER:PASSWORD@HOST:PORT/DATABASE), or in PGPASSWORD, or as "
+                "a line HOST:PORT:DATABASE:USER:PASSWORD in ~/.pgpass (chmod 600; "
+                "PGPASSFILE names another file)",
+                2,
+            )
+        if WRONG_PASSWORD in first_line:
+            return (
+                f"the destination refused the login: {first_line} (check the user and the "
+                "password: libpq takes the connection string's, else PGPASSWORD, else "
+                "the one in ~/.pgpass)",
+                2,
+            )
+        return super().connection_refused(first_line)
+
     def loader_format(self, pipeline: Any) -> str | None:
         """Parquet through COPY, except into a warehouse an earlier version made: its JSON
         columns are jsonb, which COPY cannot write, so that run loads with insert
@@ -83,7 +112,7 @@ class Postgres(SqlTarget):
         password file) or the server asks for none (``postgres_credentials.py``). Where
         they do not resolve even so, dlt resolves them itself and says what is missing."""
         # without psycopg2, dlt's own error names missing credentials, not the driver
-        require("postgres", "the PostgreSQL destination")
+        require("postgres", "the PostgreSQL destination", DRIVER_MODULES)
         import dlt
 
         from feedback_sync.warehouse.postgres_credentials import resolve_credentials

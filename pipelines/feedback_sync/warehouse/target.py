@@ -74,6 +74,22 @@ def make_target(destination: str = "duckdb", **fields: Any) -> Target:
     return chosen(destination=destination, **{k: v for k, v in fields.items() if k in own})
 
 
+def explain_connection(first_line: str) -> tuple[str, int] | None:
+    """What the destinations imported in this process say of a failed connection whose
+    error begins ``first_line`` (``Target.connection_refused``, the driver's words), else
+    what any server's words say; None where nothing is known."""
+    import sys
+
+    for name in (*DESTINATIONS.values(), OTHER):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        said: tuple[str, int] | None = module.DESTINATION.connection_refused(first_line)
+        if said is not None:
+            return said
+    return Target.connection_refused(first_line)
+
+
 def probe_folder(folder: Path) -> str:
     """Whether a file can be made in ``folder`` (or, where it does not exist yet, in the
     nearest folder above it, where the first run makes it): a probe file made and removed.
@@ -186,6 +202,20 @@ class Target(ABC):
     def __post_init__(self) -> None:
         """Checks what can be checked of the destination's name and settings before
         anything runs (``ConfigError``); a destination's module adds its own checks."""
+        return None
+
+    @classmethod
+    def connection_refused(cls, first_line: str) -> tuple[str, int] | None:
+        """What a failed connection whose error begins ``first_line`` means here, where the
+        driver's words say the settings are wrong (a retry cannot help): one line and exit
+        code 2. None: nothing known (a server down may be back). Any server that says the
+        user or the database it was given does not exist is refused here."""
+        if "does not exist" in first_line:
+            return (
+                f"the destination refused the login: {first_line} (check "
+                "DESTINATION__<NAME>__CREDENTIALS)",
+                2,
+            )
         return None
 
     def check_before_run(self) -> None:
