@@ -125,10 +125,20 @@ def test_models_without_parquet_files_make_no_models_file(tmp_path: Path) -> Non
 
 
 def test_a_refused_connection_is_explained_by_the_destination_that_knows_its_words() -> None:
-    """libpq's words are PostgreSQL's module's (configuration, exit 2); a server's "does not
+    """libpq's words are PostgreSQL's module's (configuration, exit 2), asked even in a
+    process that made no PostgreSQL target (a task's retry decision); a server's "does not
     exist" is any destination's; anything else is not known (a server down may be back)."""
-    import feedback_sync.warehouse.postgres  # noqa: F401  (the module a PostgreSQL run loads)
+    import subprocess
+    import sys
+
     from feedback_sync.warehouse.target import explain_connection
+
+    fresh = (
+        "from feedback_sync.warehouse.target import explain_connection\n"
+        "print(explain_connection('fe_sendauth: no password supplied')[1])"
+    )
+    done = subprocess.run([sys.executable, "-c", fresh], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "2"
 
     said = explain_connection("fe_sendauth: no password supplied")
     assert said is not None and said[1] == 2 and "~/.pgpass" in said[0]

@@ -75,15 +75,13 @@ def make_target(destination: str = "duckdb", **fields: Any) -> Target:
 
 
 def explain_connection(first_line: str) -> tuple[str, int] | None:
-    """What the destinations imported in this process say of a failed connection whose
-    error begins ``first_line`` (``Target.connection_refused``, the driver's words), else
-    what any server's words say; None where nothing is known."""
-    import sys
-
-    for name in (*DESTINATIONS.values(), OTHER):
-        module = sys.modules.get(name)
-        if module is None:
-            continue
+    """What the destinations say of a failed connection whose error begins ``first_line``
+    (``Target.connection_refused``, their drivers' words), else what any server's words
+    say; None where nothing is known. Each destination's module is asked, loaded or not:
+    the failure may come from a process that made no target (a Prefect task's retry
+    decision), and the modules are light (no driver is imported)."""
+    for name in DESTINATIONS.values():
+        module = importlib.import_module(name)
         said: tuple[str, int] | None = module.DESTINATION.connection_refused(first_line)
         if said is not None:
             return said
