@@ -785,7 +785,7 @@ def build_parser() -> _Parser:
 class _SignalNotice(logging.Filter):
     """Drops dlt's warning that its job pool stops on a signal ("Exiting runner due to
     signal 2"): the command says that Ctrl-C stopped it, in which step and what is
-    committed, in its one line (``sync.interrupted_in``). Every other dlt record passes."""
+    committed, in its one line (``interrupts.interrupted_in``). Every other dlt record passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("Exiting runner due to signal")

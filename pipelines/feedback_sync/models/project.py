@@ -18,7 +18,7 @@ the built ones. The data tests (``datatests.py``: those of the headers, and the 
 ``sql/tests/``) run in the build's transaction; one that fails rolls the build back.
 
 The models are written once, in DuckDB's dialect; on PostgreSQL they are transpiled with
-sqlglot (``warehouse/engines.py``). Everything is built in one transaction of the
+sqlglot (``warehouse/engines/postgres.py``). Everything is built in one transaction of the
 warehouse (DuckDB, or PostgreSQL): a model that fails rolls the whole build
 back (the previous models stay as they were) and raises ``ModelError`` naming the model.
 """

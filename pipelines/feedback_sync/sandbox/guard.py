@@ -194,7 +194,11 @@ class Guard:
 
 
 class QuietDrops(logging.Filter):
-    """Keeps the server's error log free of the tracebacks of deliberate drops."""
+    """Keeps the server's error log free of the tracebacks of deliberate drops.
+
+    A ``DroppedConnection`` is the fault the sandbox was told to inject (its ``drop``
+    switches), not a failure of the server: its traceback would only bury real errors, and
+    the request stays in the sandbox's request log. Every other record passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc: Any = record.exc_info[1] if record.exc_info else None

@@ -12,7 +12,7 @@ with Delta commits, so the sync never holds a whole table:
 - ``table_counts``: rows per table, from the snapshot's files.
 
 Each table's change is its own Delta commit. A crash between two leaves the run's journal
-(``sync._Journal``) owing the rest; the next run applies it again, with the same result.
+(``warehouse/journal.py``) owing the rest; the next run applies it again, with the same result.
 
 A load holds a key twice when the API repeats an item within a run (a page that repeats the
 end of the page before, as a list moves under its reader). A SQL merge takes one of them;

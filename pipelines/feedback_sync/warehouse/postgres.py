@@ -1,6 +1,6 @@
 """The PostgreSQL destination: a database configured the dlt way
 (``DESTINATION__POSTGRES__CREDENTIALS``). The models are built in its schemas ``staging``
-and ``marts`` (transpiled from DuckDB's dialect, ``engines.py``)."""
+and ``marts`` (transpiled from DuckDB's dialect, ``engines/postgres.py``)."""
 
 from __future__ import annotations
 
