@@ -35,7 +35,14 @@ import dlt
 from dlt.common.schema.typing import TTableSchemaColumns
 from dlt.extract.resource import DltResource
 
-from feedback_sync.api.paging import PAGINATORS, Chain, CursorPaginator, LinkCursorPaginator, walk
+from feedback_sync.api.paging import (
+    PAGINATORS,
+    Chain,
+    CursorPaginator,
+    LinkCursorPaginator,
+    Paginator,
+    walk,
+)
 from feedback_sync.api.settings import load_settings
 from feedback_sync.errors import ApiError
 from feedback_sync.source import changes, screening, shaping
@@ -71,9 +78,12 @@ def feedback(full: bool = False, run: Any = None) -> list[DltResource]:
     return [*(_READERS[r.reading](run, r, pages) for r in DECLARED), pages]
 
 
-def _paginator(run: SyncRun, resource: Resource, cursor: str | None = None) -> Any:
-    """A new paginator of ``resource``'s list, from ``cursor`` (the start if None)."""
-    return PAGINATORS[resource.paging](run.settings.page_size, cursor)
+def _paginator(
+    run: SyncRun, resource: Resource, cursor: str | None = None, before: int | None = None
+) -> Paginator:
+    """A new paginator of ``resource``'s list, from ``cursor`` (the start if None);
+    ``before``: the items the list held up to the cursor, where saved."""
+    return PAGINATORS[resource.paging](run.settings.page_size, cursor, before)
 
 
 def _columns(run: SyncRun) -> Any:
@@ -104,7 +114,7 @@ def _cursor_list(run: SyncRun, resource: Resource, pages: DltResource) -> DltRes
     def cursor_list() -> Iterator[Any]:
         state = dlt.current.resource_state(name)
         resume = None if run.full else state.get("after")
-        paginator = PAGINATORS[resource.paging](run.settings.page_size, resume, state.get("total"))
+        paginator = _paginator(run, resource, resume, state.get("total"))
         chain = Chain(name, resource.path, paginator, dict(resource.params))
         shape = shaping.shaper(name)
         tables = _tabulator(run, name)
@@ -276,7 +286,7 @@ class _PerIdea:
             return None  # nothing moved on this idea since the last run
         signatures[idx] = signature
         cursor = saved_cursor if self.resume and not run.full else None
-        paginator = PAGINATORS[self.resource.paging](run.settings.page_size, cursor, before)
+        paginator = _paginator(run, self.resource, cursor, before)
         filters = {**self.resource.params, "idea_idx": idx}
         return Chain(self.name, self.resource.path, paginator, filters, key=idx, skip_missing=True)
 
