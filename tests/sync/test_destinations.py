@@ -131,10 +131,10 @@ def test_a_refused_connection_is_explained_by_the_destination_that_knows_its_wor
     import subprocess
     import sys
 
-    from feedback_sync.warehouse.target import explain_connection
+    from feedback_sync.warehouse.driver_errors import explain_connection
 
     fresh = (
-        "from feedback_sync.warehouse.target import explain_connection\n"
+        "from feedback_sync.warehouse.driver_errors import explain_connection\n"
         "print(explain_connection('fe_sendauth: no password supplied')[1])"
     )
     done = subprocess.run([sys.executable, "-c", fresh], capture_output=True, text=True, check=True)

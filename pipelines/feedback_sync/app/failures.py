@@ -20,28 +20,23 @@ from feedback_sync.errors import (
     causes,
 )
 
-LOCKED = "Could not set lock on file"
 NO_SPACE = "No space left on device"  # strerror(ENOSPC), as DuckDB and the OS word it
 # Prefect's words for a global concurrency limit that does not exist (it has no class)
 _LIMIT_MISSING = "must be created"
 
 
-# DuckDB's words when SIGINT interrupts a statement (duckdb 2.0 raises a bare RuntimeError)
-QUERY_INTERRUPTED = "Query interrupted"
-
-
 def interrupted(exc: BaseException) -> bool:
     """Whether ``exc`` is, or wraps, a Ctrl-C: Python's ``KeyboardInterrupt``, dlt's
-    ``SignalReceivedException`` (its steps stop at their next check), or DuckDB's
-    interrupted statement."""
+    ``SignalReceivedException`` (its steps stop at their next check), or a destination's
+    interrupted statement (DuckDB's)."""
     from dlt.common.exceptions import SignalReceivedException
+
+    from feedback_sync.warehouse.driver_errors import interrupted_statement
 
     for error in causes(exc):
         if isinstance(error, KeyboardInterrupt | SignalReceivedException):
             return True
-        if type(error).__name__ == "InterruptException" or (
-            isinstance(error, RuntimeError) and str(error) == QUERY_INTERRUPTED
-        ):
+        if interrupted_statement(error):
             return True
     return False
 
@@ -50,15 +45,23 @@ def explain(exc: BaseException) -> tuple[str | None, int]:
     """``(message, exit code)`` for a failure we can describe, else ``(None, 1)``.
 
     The first of these that recognises something in the chain speaks: a Ctrl-C, bad
-    settings, a destination that cannot be reached, our own errors, a full disk, a locked
-    DuckDB file, DuckDB out of memory."""
+    settings, a destination that cannot be reached, our own errors, a full disk, a warehouse
+    another process holds, a destination out of memory (the destinations' words are their
+    modules', ``warehouse/driver_errors.py``)."""
     chain = causes(exc)
     for error in chain:
         if isinstance(error, Interrupted):  # it says which step, before what it wraps
             return str(error), error.exit_code
     if interrupted(exc):
         return "interrupted; the next run resumes from the last committed state", 130
-    for explained in (_misconfigured, _unreachable, _ours, _no_space, _locked, _out_of_memory):
+    for explained in (
+        _misconfigured,
+        _unreachable,
+        _ours,
+        _no_space,
+        _held_elsewhere,
+        _out_of_memory,
+    ):
         said = explained(chain)
         if said is not None:
             return said
@@ -94,12 +97,12 @@ def _misconfigured(chain: list[BaseException]) -> tuple[str, int] | None:
 
 def _unreachable(chain: list[BaseException]) -> tuple[str, int] | None:
     """A destination's server that refused the login (configuration, exit 2: the
-    destination's module says so, ``target.explain_connection``) or could not be reached
+    destination's module says so, ``driver_errors.explain_connection``) or could not be reached
     (exit 1)."""
-    from feedback_sync.warehouse.target import explain_connection
+    from feedback_sync.warehouse.driver_errors import explain_connection, failed_to_connect
 
     for error in chain:
-        if not _cannot_connect(error):
+        if not failed_to_connect(error):
             continue
         first = _first_line(error)
         return explain_connection(first) or (f"cannot connect to the destination: {first}", 1)
@@ -137,30 +140,25 @@ def _no_space(chain: list[BaseException]) -> tuple[str, int] | None:
     return None
 
 
-def _locked(chain: list[BaseException]) -> tuple[str, int] | None:
-    """The DuckDB file held by another process."""
+def _held_elsewhere(chain: list[BaseException]) -> tuple[str, int] | None:
+    """A warehouse another process holds (DuckDB's file), in its destination's words."""
+    from feedback_sync.warehouse.driver_errors import held_elsewhere
+
     for error in chain:
-        if LOCKED in str(error):
-            return (
-                "the DuckDB file is in use by another process (only one writer at a time): "
-                + str(error).split("\n")[0],
-                1,
-            )
+        said = held_elsewhere(error)
+        if said is not None:
+            return said, 1
     return None
 
 
 def _out_of_memory(chain: list[BaseException]) -> tuple[str, int] | None:
-    """DuckDB out of the memory it may use, with the setting that raises it."""
-    for error in chain:
-        kind = type(error)
-        if kind.__name__ == "OutOfMemoryException" and kind.__module__.lstrip("_") == "duckdb":
-            from feedback_sync.warehouse.duckdb import duckdb_memory_limit
+    """A destination out of the memory it may use, with the setting that raises it."""
+    from feedback_sync.warehouse.driver_errors import out_of_memory
 
-            return (
-                f"DuckDB ran out of the memory it may use ({_first_line(error)}): raise "
-                f"FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT (now {duckdb_memory_limit()})",
-                1,
-            )
+    for error in chain:
+        said = out_of_memory(error)
+        if said is not None:
+            return said, 1
     return None
 
 
@@ -169,17 +167,6 @@ def _disk_full(error: BaseException) -> bool:
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
         return True
     return NO_SPACE in str(error)
-
-
-def _cannot_connect(error: BaseException) -> bool:
-    """A database driver's failure to connect or a lost connection (PostgreSQL's psycopg2
-    says ``OperationalError``; dlt says ``DestinationConnectionError``)."""
-    if LOCKED in str(error):
-        return False  # DuckDB's file lock, which dlt also calls a connection error
-    kind = type(error)
-    if kind.__name__ == "DestinationConnectionError":
-        return True
-    return kind.__name__ == "OperationalError" and kind.__module__.startswith("psycopg2")
 
 
 def _first_line(error: BaseException) -> str:
@@ -209,17 +196,21 @@ def is_transient(exc: BaseException) -> bool:
             return False
         if isinstance(error, DestinationTerminalException):
             return False
-    for error in chain:
-        if _cannot_connect(error):
-            # a server that is down or restarting may be back; a refused login will not be
-            from feedback_sync.warehouse.target import explain_connection
+    from feedback_sync.warehouse.driver_errors import (
+        explain_connection,
+        failed_to_connect,
+        held_elsewhere,
+    )
 
+    for error in chain:
+        if failed_to_connect(error):
+            # a server that is down or restarting may be back; a refused login will not be
             return explain_connection(_first_line(error)) is None
         if isinstance(error, FeedbackError) and error.transient is True:
             return True
         if isinstance(error, httpx.TransportError):
             return True
-        if isinstance(error, DestinationTransientException) or LOCKED in str(error):
+        if isinstance(error, DestinationTransientException) or held_elsewhere(error) is not None:
             return True
     return False
 

@@ -82,6 +82,12 @@ class DuckDbHistorySql(HistorySql):
         self.client.execute_sql(f"drop table {self.staged}")
 
 
+# DuckDB's words for a file another process holds (dlt wraps it as a connection error), and
+# for a statement SIGINT interrupted (duckdb 2.0 raises a bare RuntimeError)
+LOCKED = "Could not set lock on file"
+QUERY_INTERRUPTED = "Query interrupted"
+
+
 @dataclass(frozen=True)
 class DuckDb(SqlTarget):
     """One DuckDB file; dlt loads Parquet files into it."""
@@ -101,6 +107,33 @@ class DuckDb(SqlTarget):
     # load keeps dlt's parallel copies: one at a time took a full sync at ``small`` from
     # 2.35 to 2.46 s (medians of 6, alternated)
     merge_load_workers: ClassVar[int | None] = 1
+
+    @classmethod
+    def held_elsewhere(cls, error: BaseException) -> str | None:
+        if LOCKED in str(error):
+            first = str(error).split("\n")[0]
+            return (
+                "the DuckDB file is in use by another process (only one writer at a time): " + first
+            )
+        return None
+
+    @classmethod
+    def out_of_memory(cls, error: BaseException) -> str | None:
+        kind = type(error)
+        if kind.__name__ == "OutOfMemoryException" and kind.__module__.lstrip("_") == "duckdb":
+            text = str(error).strip()
+            first = text.splitlines()[0] if text else kind.__name__
+            return (
+                f"DuckDB ran out of the memory it may use ({first}): raise "
+                f"FEEDBACK_SYNC_DUCKDB_MEMORY_LIMIT (now {duckdb_memory_limit()})"
+            )
+        return None
+
+    @classmethod
+    def interrupted_statement(cls, error: BaseException) -> bool:
+        if type(error).__name__ == "InterruptException":
+            return True
+        return isinstance(error, RuntimeError) and str(error) == QUERY_INTERRUPTED
 
     @property
     def pipeline_name(self) -> str:

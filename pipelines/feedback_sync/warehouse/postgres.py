@@ -68,6 +68,15 @@ class Postgres(SqlTarget):
     loader_file_format: ClassVar[str | None] = "parquet"
 
     @classmethod
+    def failed_to_connect(cls, error: BaseException) -> bool:
+        """dlt's connection error, or psycopg2's ``OperationalError`` (a refused or lost
+        connection; named, not imported: the extra may not be installed)."""
+        kind = type(error)
+        if kind.__name__ == "OperationalError" and kind.__module__.startswith("psycopg2"):
+            return True
+        return super().failed_to_connect(error)
+
+    @classmethod
     def connection_refused(cls, first_line: str) -> tuple[str, int] | None:
         """libpq's words for a login the server refused: configuration, exit 2."""
         if NO_PASSWORD in first_line:

@@ -74,20 +74,6 @@ def make_target(destination: str = "duckdb", **fields: Any) -> Target:
     return chosen(destination=destination, **{k: v for k, v in fields.items() if k in own})
 
 
-def explain_connection(first_line: str) -> tuple[str, int] | None:
-    """What the destinations say of a failed connection whose error begins ``first_line``
-    (``Target.connection_refused``, their drivers' words), else what any server's words
-    say; None where nothing is known. Each destination's module is asked, loaded or not:
-    the failure may come from a process that made no target (a Prefect task's retry
-    decision), and the modules are light (no driver is imported)."""
-    for name in DESTINATIONS.values():
-        module = importlib.import_module(name)
-        said: tuple[str, int] | None = module.DESTINATION.connection_refused(first_line)
-        if said is not None:
-            return said
-    return Target.connection_refused(first_line)
-
-
 def probe_folder(folder: Path) -> str:
     """Whether a file can be made in ``folder`` (or, where it does not exist yet, in the
     nearest folder above it, where the first run makes it): a probe file made and removed.
@@ -201,6 +187,35 @@ class Target(ABC):
         """Checks what can be checked of the destination's name and settings before
         anything runs (``ConfigError``); a destination's module adds its own checks."""
         return None
+
+    # what the destination's driver says when it fails (``driver_errors`` asks every
+    # destination's class, loaded or not: the failure may come from a process that made no
+    # target, as a Prefect task's retry decision)
+
+    @classmethod
+    def failed_to_connect(cls, error: BaseException) -> bool:
+        """Whether ``error`` is a failure to connect to this destination, or a lost
+        connection: dlt's ``DestinationConnectionError``; a driver's own error adds here."""
+        from dlt.destinations.exceptions import DestinationConnectionError
+
+        return isinstance(error, DestinationConnectionError)
+
+    @classmethod
+    def held_elsewhere(cls, error: BaseException) -> str | None:
+        """The line for an error that says another process holds this warehouse (a later
+        run may succeed); None otherwise."""
+        return None
+
+    @classmethod
+    def out_of_memory(cls, error: BaseException) -> str | None:
+        """The line for an error that says the destination ran out of the memory it may
+        use, with the setting that raises it; None otherwise."""
+        return None
+
+    @classmethod
+    def interrupted_statement(cls, error: BaseException) -> bool:
+        """Whether ``error`` is the driver's word for a statement a Ctrl-C stopped."""
+        return False
 
     @classmethod
     def connection_refused(cls, first_line: str) -> tuple[str, int] | None:
