@@ -38,8 +38,6 @@ from dlt.extract.resource import DltResource
 from feedback_sync.api.paging import (
     PAGINATORS,
     Chain,
-    CursorPaginator,
-    LinkCursorPaginator,
     Paginator,
     walk,
 )
@@ -479,19 +477,16 @@ def _shape_ideas(items: list[Row], compare: IdeaChanges | None) -> list[Row]:
 
 
 def _discover_ideas(run: SyncRun) -> Iterator[list[Row]]:
-    """Every idea the service mentions anywhere, as ``{idx, name}`` rows (name if known)."""
+    """Every idea the service mentions anywhere, as ``{idx, name}`` rows (name if known):
+    the configured ``idea_idxs``, the ideas each per-idea resource's state has seen, and
+    those named in the lists of the resources that point at ideas (``_mentions``)."""
     names: dict[str, str | None] = dict.fromkeys(run.settings.idea_idxs)
-    for resource in ("comments", "integration_links"):
-        for idx in dlt.current.resource_state(resource).get("ideas", {}):
-            names.setdefault(idx, None)
+    for resource in DECLARED:
+        if resource.reading == "per_idea":
+            for idx in dlt.current.resource_state(resource.name).get("ideas", {}):
+                names.setdefault(idx, None)
     size = run.settings.page_size
-    chains = [Chain("ideas", "announcements", CursorPaginator(size))]
-    types = run.settings.integration_types or tuple(
-        dlt.current.resource_state("integration_links").get("seen_types") or ()
-    )
-    chains += [
-        Chain("ideas", "integration-links", LinkCursorPaginator(size), {"type": t}) for t in types
-    ]
+    chains = list(_mentions(run))
     for page in walk(run.client, chains, run.settings.max_concurrency):
         for row in page.items:
             if not isinstance(row, dict):
@@ -511,6 +506,22 @@ def _discover_ideas(run: SyncRun) -> Iterator[list[Row]]:
             batch = []
     if batch:
         yield batch
+
+
+def _mentions(run: SyncRun) -> Iterator[Chain]:
+    """The lists whose rows name ideas, read from their start: each resource with an
+    ``ideas`` child table (announcements: ``ideas: [{idx, name}]``) and each per-idea
+    resource the API also lists by type (integration links: ``idea_idx``), for every type
+    configured or seen."""
+    for resource in DECLARED:
+        if "ideas" in resource.children:
+            yield Chain("ideas", resource.path, _paginator(run, resource), dict(resource.params))
+        elif resource.reading == "per_idea" and resource.by_type:
+            state = dlt.current.resource_state(resource.name)
+            types = run.settings.integration_types or tuple(state.get("seen_types") or ())
+            for kind in types:
+                filters = {**resource.params, "type": kind}
+                yield Chain("ideas", resource.path, _paginator(run, resource), filters)
 
 
 def _as_list(items: list[Row] | Row) -> list[Row]:
