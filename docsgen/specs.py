@@ -67,14 +67,14 @@ def default_text(value: Any) -> str:
     return code(str(value))
 
 
-def from_section(section: Section) -> list[Setting]:
+def from_section(section: Section[Any]) -> list[Setting]:
     """The settings of a declared ``section``, in their order."""
     return [
         Setting(
             section=section.path,
             key=s.name,
             type=type_name(s.type),
-            default="required" if s.required else default_text(s.default),
+            default="required" if s.required else default_text(s.default) or s.unset,
             description=s.doc,
             secret=s.secret,
         )

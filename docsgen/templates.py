@@ -38,7 +38,7 @@ TEMPLATES = (
 )
 
 
-def _sections() -> tuple[Section, ...]:
+def _sections() -> tuple[Section[Any], ...]:
     from feedback_sync.api.settings import SOURCE
 
     return (SOURCE,)
@@ -66,7 +66,7 @@ def line(setting: Setting) -> str:
     return f"{text.ljust(NOTE_COLUMN - 2)}  # {setting.note}" if setting.note else text
 
 
-def rewrite(text: str, section: Section, secrets: bool) -> str:
+def rewrite(text: str, section: Section[Any], secrets: bool) -> str:
     """``text`` with the lines of ``section``'s table made from its declaration.
 
     Raises:

@@ -33,7 +33,7 @@ from feedback_sync.api.settings import SOURCE
 
 # section -> where its names are declared: a declared section, (module, configspec class),
 # or the names
-_SPECS: dict[str, Section | tuple[str, str] | tuple[str, ...]] = {
+_SPECS: dict[str, Section[Any] | tuple[str, str] | tuple[str, ...]] = {
     SOURCE.path: SOURCE,
     "push": ("feedback_sync.push.settings", "PushConfiguration"),
     # models.project.sql_dir
