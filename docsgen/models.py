@@ -84,7 +84,7 @@ def render(root: Path | None = None) -> str:
     parts = [
         "Query them in the warehouse as `staging.<view>` and `marts.<mart>` (for Parquet "
         "and Delta targets, in their `models.duckdb` file). Your own models: copy the SQL "
-        "folder and point `--sql-dir` or `sql_dir` in [`[models]`](settings.md#other) at "
+        "folder and point `--sql-dir` or `sql_dir` in [`[models]`](settings.md#models) at "
         "the copy."
     ]
     for layer in LAYERS:

@@ -1,42 +1,22 @@
-"""The settings no configuration spec declares: read one by one where they are used.
+"""The settings feedback-sync reads but does not declare (its own sections are declared:
+``declared_sections`` in ``settings.py``).
 
-``[models]``, ``[report]`` and ``[flows]`` keys are read with ``dlt.config.get``; the
-destinations' keys are dlt's own, which feedback-sync also reads; a few environment
-variables have no TOML key. They are listed here, their defaults taken from the constants
-the code uses. ``tests/docs`` finds every key the package reads this way
-(``dlt.config.get``, ``dlt.secrets.get``, ``FEEDBACK_SYNC_*``) and fails when one is
-missing here.
+The destinations' keys and ``[load]``, ``[runtime]`` are dlt's own, which feedback-sync
+also reads or chooses a value for; a few environment variables have no TOML key. They are
+listed here, their defaults taken from the constants the code uses. ``tests/docs`` finds
+every key the package reads with ``dlt.config.get`` or ``dlt.secrets.get`` and every
+``FEEDBACK_SYNC_*`` variable it names, and fails when one is missing from the page.
 """
 
 from __future__ import annotations
-
-import ast
-from pathlib import Path
-from typing import Any
 
 from docsgen.markdown import code
 from docsgen.specs import Setting, default_text
 
 
-def constant(module: str, name: str) -> Any:
-    """A module-level constant of ``feedback_sync``'s ``module``, read from its source
-    without importing it (the flows' modules import Prefect)."""
-    import feedback_sync
-
-    path = Path(feedback_sync.__file__).parent.joinpath(*module.split(".")).with_suffix(".py")
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == name
-        ):
-            return ast.literal_eval(node.value)
-    raise ValueError(f"feedback_sync.{module} has no constant {name}")
-
-
 def settings() -> list[Setting]:
-    """Every setting outside the specs, by section; environment variables alone last."""
+    """Every setting outside the declared sections, by section; environment variables
+    alone last."""
     from feedback_sync.app.crash import ERROR_DIR_VARIABLE
     from feedback_sync.app.telemetry import ENV as TELEMETRY_ENV
     from feedback_sync.app.telemetry import SETTING as TELEMETRY
@@ -47,48 +27,6 @@ def settings() -> list[Setting]:
     runtime, _, telemetry_key = TELEMETRY_ENV.lower().partition("__")
     assert telemetry_key == TELEMETRY, TELEMETRY_ENV
     return [
-        Setting(
-            "models",
-            "sql_dir",
-            "path",
-            "the SQL folder feedback-sync ships",
-            "Your own copy of the SQL folder (``sources.toml``, ``staging/``, ``marts/``, "
-            "``push/``), for every command and the Prefect flows; ``--sql-dir`` wins. A "
-            "relative path is read from the folder the command runs in.",
-        ),
-        Setting(
-            "report",
-            "currency",
-            "text",
-            "",
-            "The currency of the monthly spend the API sends, named on the dashboard "
-            '(``EUR``, ``USD``, ...; the API names none). Unset: the page says "the '
-            "account's currency\"; ``--currency`` wins.",
-        ),
-        Setting(
-            "flows",
-            "api_key_secret_block",
-            "text",
-            default_text(constant("flows.secrets", "DEFAULT_BLOCK")),
-            "The Prefect ``Secret`` block the flows read the API key from. When no block "
-            "of that name exists, the key is resolved as the command line does.",
-        ),
-        Setting(
-            "flows",
-            "sync_retries",
-            "integer",
-            default_text(constant("flows.sync", "DEFAULT_RETRIES")),
-            "How many times the sync flow retries its sync task after a failure that may "
-            "pass: the network or the service in trouble, a destination job that may be "
-            "retried, another run holding the warehouse.",
-        ),
-        Setting(
-            "flows",
-            "sync_retry_delay_seconds",
-            "list of number",
-            default_text(constant("flows.sync", "DEFAULT_RETRY_DELAYS")),
-            "The waits before those retries, in seconds.",
-        ),
         Setting(
             "destination.duckdb",
             "credentials",

@@ -56,6 +56,8 @@ PAGES: tuple[Page, ...] = (
         (
             "pipelines/feedback_sync/api/settings.py",
             "pipelines/feedback_sync/push/settings.py",
+            "pipelines/feedback_sync/models/settings.py",
+            "pipelines/feedback_sync/app/settings.py",
             "docsgen/other_settings.py",
         ),
         "Every setting feedback-sync reads: its key in `.dlt/config.toml`, its environment "

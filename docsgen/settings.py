@@ -1,6 +1,6 @@
-"""``docs/reference/settings.md``: every setting, from the declaration of the source's
-(``[sources.feedback]``) and the configuration spec of the push (``[push]``), then the
-settings read one by one (``other_settings``)."""
+"""``docs/reference/settings.md``: every setting, from the declaration of each section
+feedback-sync owns (``[sources.feedback]``, ``[push]``, ``[models]``, ``[report]``,
+``[flows]``), then those it does not declare (``other_settings``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from docsgen import other_settings
 from docsgen.markdown import code, prose, table
-from docsgen.specs import Setting, from_section, from_spec
+from docsgen.specs import Setting, from_section
 
 INTRO = (
     "Each setting is a key in a section of `.dlt/config.toml`, or of `.dlt/secrets.toml` "
@@ -17,8 +17,7 @@ INTRO = (
     "The environment wins over the files. [Connect your account](../how-to/connect.md) "
     "shows where the files live; a setting that is missing or malformed stops the command "
     "before any request, with one line naming it. So does a key that is not a setting in a "
-    "section feedback-sync owns (`[sources.feedback]`, `[models]`, `[push]`, `[report]`, "
-    "`[flows]`, `[history]`), in a file or as a variable "
+    "section feedback-sync owns ({owned}), in a file or as a variable "
     "(`SOURCES__FEEDBACK__REQUESTS_PER_SECND`): the line names the file or variable and the "
     "nearest setting. dlt's own sections and other sources' are left alone. "
     "`feedback-sync check` lists every problem of the settings at once.\n\n"
@@ -60,40 +59,64 @@ def _entries(settings: Iterable[Setting], with_section: bool) -> str:
     return "\n\n".join([overview, *(entry(s, with_section) for s in listed)])
 
 
-def spec_sections() -> list[tuple[str, str, str, list[Setting]]]:
-    """``(heading, anchor, what the section is for, settings)`` of each declared section
-    and configuration spec."""
-    from feedback_sync.api import settings as source
-    from feedback_sync.push import settings as push
-    from feedback_sync.push.settings import PushConfiguration
+# each declared section's heading, anchor and what it is for, by its path
+HEADINGS = {
+    "sources.feedback": (
+        "The source and the sync",
+        "sources-feedback",
+        "What `sync` and `check` read from the API, and how; the push uses the same "
+        "address and key.",
+    ),
+    "push": (
+        "The push",
+        "push",
+        "How `push` reads its curated inputs and how much it may change without `--force`.",
+    ),
+    "models": (
+        "The SQL models",
+        "models",
+        "Where every command, and the Prefect flows, read the SQL models and push targets from.",
+    ),
+    "report": ("The dashboard", "report", "What `report` names on the page."),
+    "flows": (
+        "The Prefect flows",
+        "flows",
+        "Where the flows find the API key, and how they retry a sync "
+        "(`pip install 'feedback-sync[prefect]'`).",
+    ),
+}
 
-    return [
-        (
-            f"The source and the sync: `[{source.SECTION}]`",
-            "sources-feedback",
-            "What `sync` and `check` read from the API, and how; the push uses the same "
-            "address and key.",
-            from_section(source.SOURCE),
-        ),
-        (
-            f"The push: `[{push.SECTION}]`",
-            "push",
-            "How `push` reads its curated inputs and how much it may change without `--force`.",
-            from_spec(push.SECTION, PushConfiguration, push.PushSettings),
-        ),
-    ]
+
+def declared_sections() -> list[tuple[str, str, str, list[Setting]]]:
+    """``(heading, anchor, what the section is for, settings)`` of each declared section.
+
+    Raises:
+        ValueError: a declared section has no heading here.
+    """
+    from feedback_sync.app.setting_names import DECLARED
+
+    missing = [section.path for section in DECLARED if section.path not in HEADINGS]
+    if missing:
+        raise ValueError(f"docsgen/settings.py: no heading for [{'], ['.join(missing)}]")
+    made = []
+    for section in DECLARED:
+        heading, anchor, about = HEADINGS[section.path]
+        made.append((f"{heading}: `[{section.path}]`", anchor, about, from_section(section)))
+    return made
 
 
 def render() -> str:
     """The page's body."""
-    parts = [INTRO]
-    for heading, anchor, about, settings in spec_sections():
+    from feedback_sync.app.setting_names import OWNED
+
+    parts = [INTRO.format(owned=", ".join(f"`[{path}]`" for path in OWNED))]
+    for heading, anchor, about, settings in declared_sections():
         parts += [f"## {heading} {{#{anchor}}}", about, _entries(settings, False)]
     others = other_settings.settings()
     parts += [
         "## Other settings {#other}",
-        "Read where they are used: the SQL folder, the dashboard, the Prefect flows, and "
-        "dlt's own settings for the destinations, which feedback-sync reads too.",
+        "dlt's own settings, which feedback-sync reads too: where the destinations are, and "
+        "two it chooses a value for.",
         _entries((s for s in others if s.section), True),
         "## Environment variables only {#environment}",
         "These have no key in the settings files.",

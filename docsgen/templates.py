@@ -1,11 +1,13 @@
 """``init``'s templates (``app/templates/config.toml`` and ``secrets.toml``): the table of
 each declared section, written from its declaration.
 
-In each template, the lines after the header ``[sources.feedback]``, up to the first blank
-line, are the generator's: one line per setting (the secrets in ``secrets.toml``, the others
-in ``config.toml``), with the setting's note. A setting with an example is shown commented
-out with it; a required secret as ``""`` to fill in; any other with its default. The rest of
-each template is written by hand.
+In each template, the lines after a declared section's header (``[sources.feedback]``,
+``[push]``, ...; a comment may follow it on its line), up to the first blank line, are the
+generator's: one line per setting (the secrets in ``secrets.toml``, the others in
+``config.toml``), with the setting's note. A setting with an example is shown commented out
+with it; a required secret as ``""`` to fill in; any other with its default. A template
+without a section's header has no line of it (``secrets.toml`` holds only the sections with
+a secret). The rest of each template is written by hand.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ TEMPLATES = (
 )
 
 
-def _sections() -> tuple[Section, ...]:
-    from feedback_sync.api.settings import SOURCE
+def _sections() -> tuple[Section[Any], ...]:
+    from feedback_sync.app.setting_names import DECLARED
 
-    return (SOURCE,)
+    return DECLARED
 
 
 def toml_value(value: Any) -> str:
@@ -50,13 +52,19 @@ def toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, str):
-        return json.dumps(value)
+    if isinstance(value, str | Path):
+        return json.dumps(str(value))
     return str(value)
 
 
 def line(setting: Setting) -> str:
-    """One setting's line in its template."""
+    """One setting's line in its template.
+
+    Raises:
+        ValueError: the setting has neither a default nor an example to show.
+    """
+    if setting.default is None and setting.example is None:
+        raise ValueError(f"{setting.name} needs an example for init's template (no default)")
     if setting.secret and setting.required:
         text = f'{setting.name} = ""'
     elif setting.example is not None:
@@ -66,21 +74,25 @@ def line(setting: Setting) -> str:
     return f"{text.ljust(NOTE_COLUMN - 2)}  # {setting.note}" if setting.note else text
 
 
-def rewrite(text: str, section: Section, secrets: bool) -> str:
+def rewrite(text: str, section: Section[Any], secrets: bool) -> str:
     """``text`` with the lines of ``section``'s table made from its declaration.
 
     Raises:
-        ValueError: the template has no header ``[<section>]``.
+        ValueError: the template has no header ``[<section>]`` and the section has lines
+            for it.
     """
     lines = text.split("\n")
     header = f"[{section.path}]"
-    if header not in lines:
-        raise ValueError(f"the template has no line {header}")
-    start = lines.index(header) + 1
+    made = [line(s) for s in section.settings if s.secret == secrets]
+    found = [i for i, held in enumerate(lines) if held.split("#", 1)[0].strip() == header]
+    if not found:
+        if made:
+            raise ValueError(f"the template has no line {header}")
+        return text
+    start = found[0] + 1
     end = start
     while end < len(lines) and lines[end].strip():
         end += 1
-    made = [line(s) for s in section.settings if s.secret == secrets]
     return "\n".join([*lines[:start], *made, *lines[end:]])
 
 

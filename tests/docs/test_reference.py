@@ -10,12 +10,8 @@ import dataclasses
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Optional
 
 import pytest
-from dlt.common.configuration import configspec
-from dlt.common.configuration.specs import BaseConfiguration
-from dlt.common.typing import TSecretStrValue
 
 from docsgen import commands, models, other_settings, push_targets, settings, tables
 from docsgen.__main__ import main
@@ -128,71 +124,35 @@ def test_the_commands_page_does_not_depend_on_the_environment(
 # settings ---------------------------------------------------------------------------------
 
 
-def test_every_setting_of_the_specs_is_on_the_settings_page(pages: dict[str, str]) -> None:
+def _entries(text: str) -> dict[str, str]:
+    """Each definition of ``text``: its name, and its text up to the next one."""
+    return {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^`([^`]+)`\n:   (.*?)(?=\n\n`|\n\n#|\Z)", text, re.M | re.S)
+    }
+
+
+def test_every_declared_setting_is_on_the_settings_page(pages: dict[str, str]) -> None:
+    """Each declared section has its heading, and under it an entry for each field dlt
+    resolves it with, naming its environment variable."""
     from feedback_sync.api.config import spec_of
-    from feedback_sync.api.settings import SOURCE, env_name
-    from feedback_sync.push.settings import PushConfiguration, describe
+    from feedback_sync.app.setting_names import DECLARED
 
     page = _page(pages, "settings")
-    source = spec_of(SOURCE).get_resolvable_fields()
-    push = PushConfiguration.get_resolvable_fields()
-    assert source and push
-    entries = {
-        m.group(1): m.group(2)
-        for m in re.finditer(r"^`([^`]+)`\n:   (.*?)(?=\n\n`|\n\n#|\Z)", page, re.M | re.S)
-    }
-    for name in source:
-        assert name in entries, name
-        assert f"Environment variable: `{env_name(name)}`." in entries[name], name
-    for name in push:
-        env = describe(name).split()[0]
-        assert name in entries, name
-        assert f"Environment variable: `{env}`." in entries[name], name
-    assert "Type: text, a secret. Required" in entries["api_key"]
-    assert "secret" not in entries["base_url"]
-
-
-def test_a_setting_without_a_docstring_stops_the_settings_page() -> None:
-    from docsgen.specs import from_spec
-
-    @configspec
-    class Spec(BaseConfiguration):
-        documented: Optional[str] = None  # noqa: UP045
-        """What it does."""
-        undocumented: Optional[int] = 3  # noqa: UP045
-
-    @dataclasses.dataclass
-    class Checked:
-        documented: str
-        undocumented: int = 3
-
-    with pytest.raises(ValueError, match="undocumented"):
-        from_spec("extra", Spec, Checked)
-
-
-def test_a_setting_added_to_a_spec_is_on_the_page() -> None:
-    from docsgen.specs import from_spec
-
-    @configspec
-    class Spec(BaseConfiguration):
-        token: Optional[TSecretStrValue] = None  # noqa: UP045
-        """The token, a secret."""
-        rows: Any = 7
-        """How many rows."""
-
-    @dataclasses.dataclass
-    class Checked:
-        token: str
-        rows: float = 7.0
-
-    made = {s.key: s for s in from_spec("extra.section", Spec, Checked)}
-    assert made["token"].secret and made["token"].default == "required"
-    assert made["token"].env == "EXTRA__SECTION__TOKEN"
-    assert (made["rows"].type, made["rows"].default, made["rows"].secret) == (
-        "number",
-        "`7`",
-        False,
-    )
+    assert len(DECLARED) == 5
+    for section in DECLARED:
+        fields = spec_of(section).get_resolvable_fields()
+        heading = f": `[{section.path}]` {{#"
+        assert fields and heading in page, section.path
+        below = page[page.index(heading) :]
+        end = below.find("\n## ", 1)
+        entries = _entries(below if end < 0 else below[:end])
+        for name in fields:
+            assert name in entries, f"[{section.path}] {name}"
+            assert f"Environment variable: `{section.env(name)}`." in entries[name], name
+    source = _entries(page[: page.index("{#push}")])
+    assert "Type: text, a secret. Required" in source["api_key"]
+    assert "secret" not in source["base_url"]
 
 
 def _string_assignments(tree: ast.AST) -> dict[str, set[str]]:
@@ -247,7 +207,11 @@ def _settings_the_package_reads() -> set[str]:
 def test_every_setting_the_package_reads_is_on_the_settings_page(pages: dict[str, str]) -> None:
     page = _page(pages, "settings")
     read = _settings_the_package_reads()
-    assert {"models.sql_dir", "report.currency", "FEEDBACK_SYNC_KEEP_PACKAGES"} <= read
+    assert {
+        "destination.duckdb.credentials",
+        "destination.filesystem.bucket_url",
+        "FEEDBACK_SYNC_KEEP_PACKAGES",
+    } <= read
     missing = []
     for key in sorted(read):
         section, _, name = key.rpartition(".")
@@ -267,9 +231,9 @@ def test_the_settings_page_is_made_from_the_declaration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A setting's description, type, default and secret flag on the page are its
-    declaration's."""
-    from feedback_sync.api import settings as source
+    declaration's, in whichever declared section it is."""
     from feedback_sync.api.declaration import Integer, Section, Text, setting
+    from feedback_sync.app import setting_names
 
     before = settings.render()
 
@@ -277,13 +241,28 @@ def test_the_settings_page_is_made_from_the_declaration(
     class Edited:
         page_size: float = setting(Integer(1, 9), default=3, doc="Rows per request, as edited.")
         token: str = setting(Text(), secret=True, doc="A token.")
+        folder: str | None = setting(Text(), default=None, doc="A folder.", unset="the own")
 
-    monkeypatch.setattr(source, "SOURCE", Section(source.SECTION, Edited))
+    declared = [Section(s.path, Edited) for s in setting_names.DECLARED[:2]]
+    monkeypatch.setattr(setting_names, "DECLARED", (*declared, *setting_names.DECLARED[2:]))
     after = settings.render()
     assert after != before and "Rows per request, as edited." in after
     assert "| `page_size` | number | `3` |" in after
     assert "| `token` | text, a secret | required |" in after
-    assert "`SOURCES__FEEDBACK__TOKEN`" in after
+    assert "| `folder` | text | the own |" in after
+    assert "`SOURCES__FEEDBACK__TOKEN`" in after and "`PUSH__TOKEN`" in after
+
+
+def test_a_declared_section_without_a_heading_stops_the_settings_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from feedback_sync.api.declaration import Section
+    from feedback_sync.app import setting_names
+
+    extra = Section("extra.section", setting_names.DECLARED[0].checked)
+    monkeypatch.setattr(setting_names, "DECLARED", (*setting_names.DECLARED, extra))
+    with pytest.raises(ValueError, match=r"no heading for \[extra.section\]"):
+        settings.render()
 
 
 # tables -----------------------------------------------------------------------------------

@@ -293,3 +293,24 @@ def test_every_error_of_the_tree_is_one_line_with_its_exit_code(
     assert exit_code == code and message is not None and "\n" not in message
     assert message.startswith(str(error))
     assert message.endswith("the next run resumes.") is resumes
+
+
+def test_the_flows_read_their_settings_from_the_declaration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``[flows]`` as the flows read it (``app/settings.py``): the block's name and the
+    sync's retries, each malformed setting refused by name."""
+    from feedback_sync.flows.secrets import block_name
+    from feedback_sync.flows.sync import _retry_options
+
+    monkeypatch.setenv("FLOWS__API_KEY_SECRET_BLOCK", " our-key ")
+    monkeypatch.setenv("FLOWS__SYNC_RETRIES", "4")
+    monkeypatch.setenv("FLOWS__SYNC_RETRY_DELAY_SECONDS", "[1, 2.5]")
+    assert block_name() == "our-key"
+    assert _retry_options() == (4, [1.0, 2.5])
+    monkeypatch.setenv("FLOWS__SYNC_RETRIES", "4.5")
+    with pytest.raises(ConfigError) as refused:
+        _retry_options()
+    assert str(refused.value) == (
+        "FLOWS__SYNC_RETRIES (sync_retries in [flows]) must be an integer >= 0, got '4.5'"
+    )

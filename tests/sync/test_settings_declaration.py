@@ -1,15 +1,26 @@
 """The source's settings are declared once (``FeedbackSettings``' fields): dlt's spec, the
 checks and their messages, and the names all come from that declaration, and dlt still
-reads every setting from the environment."""
+reads every setting from the environment. The kinds a declaration is made of check what
+they accept and name what they refuse."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from dlt.common.configuration.specs.base_configuration import is_secret_hint
 from feedback_sync.api.config import spec_of
-from feedback_sync.api.declaration import REQUIRED, Section
+from feedback_sync.api.declaration import (
+    REQUIRED,
+    Email,
+    Folder,
+    Integer,
+    Kind,
+    Number,
+    Numbers,
+    Section,
+)
 from feedback_sync.api.settings import SOURCE, FeedbackSettings, load_settings
 from feedback_sync.errors import ConfigError
 
@@ -83,3 +94,56 @@ def test_a_section_under_another_path_names_that_path(raw: dict[str, object], sa
         with pytest.raises(ConfigError) as failure:
             section.check({"base_url": "https://x/v1", "api_key": "k", **raw})
         assert str(failure.value).startswith(f"{prefix}__{said.format(s=section.path)}")
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "made"),
+    [
+        (Integer(0, None), "12", 12),
+        (Number(0.0, maximum=1.0), "0.25", 0.25),
+        (Numbers(0.0), "[30, 120]", (30.0, 120.0)),
+        (Numbers(0.0), " 5, 7.5", (5.0, 7.5)),
+        (Numbers(0.0), 45, (45.0,)),
+        (Folder(), " data/x ", Path("data/x")),
+        (Folder(), "~/x", Path.home() / "x"),
+        (Folder(optional=True), None, None),
+        (Email(optional=True), " bot@example.com", "bot@example.com"),
+        (Email(optional=True), None, None),
+    ],
+)
+def test_the_kinds_make_what_they_accept(kind: Kind, value: object, made: object) -> None:
+    assert kind.check(value, "X", False) == made
+    assert kind.check(made, "X", False) == made  # a checked value checks again as itself
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "said"),
+    [
+        (Integer(0, None), -1, "X must be an integer >= 0, got -1"),
+        (Integer(0, None), True, "X must be an integer >= 0, got True"),
+        (Integer(0, 1000), "many", "X must be an integer from 0 to 1000, got 'many'"),
+        (Number(0.0, maximum=1.0), "2", "X must be a number from 0 to 1, got '2'"),
+        (Number(0.0, maximum=1.0), True, "X must be a number from 0 to 1, got True"),
+        (Number(0.01), "soon", "X must be a number >= 0.01, got 'soon'"),
+        (Numbers(0.0), [], "X must be a list of numbers >= 0, got []"),
+        (Numbers(0.0), "", "X must be a list of numbers >= 0, got ''"),
+        (Numbers(0.0), [1, "inf"], "X must be a list of numbers >= 0, got [1, 'inf']"),
+        (Numbers(0.0), "[1,", "X is not a valid JSON list: '[1,'"),
+        (Folder(), None, "X must be a folder path, got None"),
+        (Folder(), 3, "X must be a folder path, got 3"),
+        (Folder(existing="the models"), "no/such", "X no/such: no such folder (the models)"),
+        (Email(), "bot", "X must be an email, got 'bot'"),
+        (Email(optional=True), "", "X must be an email, got ''"),
+    ],
+)
+def test_the_kinds_name_what_they_refuse(kind: Kind, value: object, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        kind.check(value, "X", False)
+    assert str(refused.value) == said
+
+
+def test_a_value_given_another_way_is_checked_by_the_settings_kind_and_named_as_given() -> None:
+    assert SOURCE.given("page_size", "7", "--page-size") == 7
+    with pytest.raises(ConfigError) as refused:
+        SOURCE.given("page_size", 0, "--page-size")
+    assert str(refused.value) == "--page-size must be an integer from 1 to 100, got 0"

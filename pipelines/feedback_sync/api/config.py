@@ -1,6 +1,6 @@
-"""dlt's configuration spec of a declared section (``settings.SOURCE``), made from its
-declaration: dlt resolves the raw values with it, and the section's checks take them from
-there (``FeedbackSettings.validate``).
+"""dlt's configuration spec of a declared section (``settings.SOURCE``, ``push.settings.PUSH``,
+...), made from its declaration: dlt resolves the raw values with it (``resolve_raw``), and
+the section's checks take them from there (``load``, ``FeedbackSettings.validate``).
 
 Fields are loosely typed on purpose: dlt hands over what the user wrote and the declaration's
 checks name the setting in their messages. A field with a default is ``Any`` (the TOML
@@ -12,13 +12,16 @@ secret providers and masks it.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from collections.abc import Mapping
+from typing import Any, Optional, TypeVar
 
 from dlt.common.configuration import configspec, resolve_configuration
 from dlt.common.configuration.specs import BaseConfiguration
 from dlt.common.typing import TSecretStrValue
 
 from feedback_sync.api.declaration import Section, Setting
+
+T = TypeVar("T")
 
 
 def _hint(setting: Setting) -> Any:
@@ -34,7 +37,7 @@ def _hint(setting: Setting) -> Any:
 _SPECS: dict[str, type[BaseConfiguration]] = {}
 
 
-def spec_of(section: Section) -> type[BaseConfiguration]:
+def spec_of(section: Section[Any]) -> type[BaseConfiguration]:
     """The dlt configuration spec of ``section``: one field per setting (made once per
     section path)."""
     if section.path not in _SPECS:
@@ -49,8 +52,24 @@ def spec_of(section: Section) -> type[BaseConfiguration]:
     return _SPECS[section.path]
 
 
-def resolve_raw(section: Section) -> dict[str, Any]:
+def resolve_raw(section: Section[Any]) -> dict[str, Any]:
     """``section`` as dlt resolves it (environment, then ``.dlt/secrets.toml`` and
     ``.dlt/config.toml``), unchecked."""
     config = resolve_configuration(spec_of(section)(), sections=tuple(section.path.split(".")))
     return {name: config[name] for name in config}
+
+
+def load(section: Section[T], given: Mapping[str, tuple[str, Any]] | None = None) -> T:
+    """``section``'s checked settings, as dlt resolves them. A value in ``given`` (setting
+    -> (the option that gave it, such as ``--samples``; its value, None when not given))
+    wins over the settings: it is checked first by the setting's kind, named as given.
+
+    Raises:
+        ConfigError: naming the first value given, or setting, that is missing or
+            malformed.
+    """
+    raw = resolve_raw(section)
+    for name, (said, value) in (given or {}).items():
+        if value is not None:
+            raw[name] = section.given(name, value, said)
+    return section.made(raw)

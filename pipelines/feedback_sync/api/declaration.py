@@ -1,17 +1,20 @@
 """How a setting is declared, once: its name, type, default, range, description and whether
 it is a secret, and the check that turns what dlt resolved into a checked value.
 
-A section (``[sources.feedback]``) is a frozen dataclass whose fields are made by
-``setting``: the annotation is the checked value's type, the ``Kind`` its check and range;
-a check across settings is a ``Rule`` of the ``Section``, run after the setting it follows.
-``Section`` reads the fields into the section's setting list, which everything else reads:
-validation (``Section.check``), the dlt configuration spec (``api/config.py``), the settings
-reference and ``init``'s template (``docsgen/``), and the unknown-key check
-(``app/setting_names.py``). This module imports no dlt: ``status`` reads the names from it.
+A section (``[sources.feedback]``, ``[push]``, ``[models]``, ...) is a frozen dataclass
+whose fields are made by ``setting``: the annotation is the checked value's type, the
+``Kind`` its check and range; a check across settings is a ``Rule`` of the ``Section``, run
+after the setting it follows. ``Section`` reads the fields into the section's setting list,
+which everything else reads: validation (``Section.check``), the dlt configuration spec
+(``api/config.py``), the settings reference and ``init``'s template (``docsgen/``), and the
+unknown-key check (``app/setting_names.py``). This module imports no dlt: ``status`` reads
+the names from it.
 
 Every message names the setting the way a user sets it, ``SOURCES__FEEDBACK__PAGE_SIZE
 (page_size in [sources.feedback])``, from the section's path: the same setting list checked
-under another path names that path.
+under another path names that path. A value given another way, as a command's option
+(``--samples``), is checked by the setting's own kind and named as given
+(``Section.given``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import json
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from feedback_sync.errors import ConfigError
 
@@ -80,40 +84,78 @@ class Choice(Kind):
 
 @dataclass(frozen=True)
 class Integer(Kind):
-    """An integer from ``low`` to ``high``; digits in a string count."""
+    """An integer from ``low`` to ``high`` (None: no upper bound); digits in a string
+    count."""
 
     low: int
-    high: int
+    high: int | None
 
     def check(self, value: Any, said: str, secret: bool) -> int:
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
             value = int(value)
-        in_range = isinstance(value, int) and self.low <= value <= self.high
+        in_range = (
+            isinstance(value, int)
+            and self.low <= value
+            and (self.high is None or value <= self.high)
+        )
         if isinstance(value, bool) or not in_range:
-            raise ConfigError(
-                f"{said} must be an integer from {self.low} to {self.high}, got {value!r}"
-            )
+            bounds = f">= {self.low}" if self.high is None else f"from {self.low} to {self.high}"
+            raise ConfigError(f"{said} must be an integer {bounds}, got {value!r}")
         return int(value)
 
 
 @dataclass(frozen=True)
 class Number(Kind):
-    """A finite number of at least ``minimum``; with ``optional``, unset, 0 or empty mean
-    none (None)."""
+    """A finite number of at least ``minimum`` and, where given, at most ``maximum``; with
+    ``optional``, unset, 0 or empty mean none (None)."""
 
     minimum: float
     optional: bool = False
+    maximum: float | None = None
 
     def check(self, value: Any, said: str, secret: bool) -> float | None:
         if self.optional and value in (None, 0, ""):
             return None
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = float("nan")
-        if isinstance(value, bool) or not number >= self.minimum or number == float("inf"):
-            raise ConfigError(f"{said} must be a number >= {self.minimum:g}, got {value!r}")
+        number = _number(value)
+        above = self.maximum is not None and number > self.maximum
+        if not number >= self.minimum or number == float("inf") or above:
+            bounds = (
+                f">= {self.minimum:g}"
+                if self.maximum is None
+                else f"from {self.minimum:g} to {self.maximum:g}"
+            )
+            raise ConfigError(f"{said} must be a number {bounds}, got {value!r}")
         return number
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float; NaN for what is not a number (a flag is not one either)."""
+    if isinstance(value, bool):
+        return float("nan")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+@dataclass(frozen=True)
+class Numbers(Kind):
+    """A non-empty list of finite numbers of at least ``minimum``, read as ``Names`` reads
+    its list (a TOML list, its JSON text, or comma-separated text); one number is a list of
+    one."""
+
+    minimum: float
+
+    def check(self, value: Any, said: str, secret: bool) -> tuple[float, ...]:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = [value]
+        items = _items(value, said) if value is not None else None
+        numbers = [_number(item) for item in items or ()]
+        if not numbers or not all(self.minimum <= n < float("inf") for n in numbers):
+            raise ConfigError(
+                f"{said} must be a list of numbers >= {self.minimum:g}, got {value!r}"
+            )
+        return tuple(numbers)
 
 
 @dataclass(frozen=True)
@@ -141,22 +183,70 @@ class Names(Kind):
     def check(self, value: Any, said: str, secret: bool) -> tuple[str, ...]:
         if value is None or value == "":
             return ()
-        if isinstance(value, str) and value.strip().startswith("["):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                raise ConfigError(f"{said} is not a valid JSON list: {value!r}") from None
-        elif isinstance(value, str):
-            value = [part.strip() for part in value.split(",")]
-        if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        items = _items(value, said)
+        if items is None:
             raise ConfigError(f"{said} must be a list of strings, got {value!r}")
         names: list[str] = []
-        for item in value:
+        for item in items:
             if not isinstance(item, str) or not item.strip():
-                raise ConfigError(f"{said} must be a list of non-empty strings, got {value!r}")
+                raise ConfigError(f"{said} must be a list of non-empty strings, got {items!r}")
             if item.strip() not in names:
                 names.append(item.strip())
         return tuple(names)
+
+
+def _items(value: Any, said: str) -> Sequence[Any] | None:
+    """The items of a list setting: a TOML list as it is, text starting with ``[`` as JSON,
+    other text split at commas and stripped; None for what is no list.
+
+    Raises:
+        ConfigError: the text starts with ``[`` but is no valid JSON.
+    """
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ConfigError(f"{said} is not a valid JSON list: {value!r}") from None
+    elif isinstance(value, str):
+        value = [part.strip() for part in value.split(",")]
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class Folder(Kind):
+    """A folder's path, stripped and with ``~`` expanded; with ``existing`` (what the
+    folder holds, for the message) it must be there; with ``optional``, unset means none
+    (None)."""
+
+    existing: str = ""
+    optional: bool = False
+
+    def check(self, value: Any, said: str, secret: bool) -> Path | None:
+        if self.optional and value is None:
+            return None
+        if not isinstance(value, str | Path) or not str(value).strip():
+            raise ConfigError(f"{said} must be a folder path, got {value!r}")
+        folder = Path(str(value).strip()).expanduser()
+        if self.existing and not folder.is_dir():
+            raise ConfigError(f"{said} {folder}: no such folder ({self.existing})")
+        return folder
+
+
+@dataclass(frozen=True)
+class Email(Kind):
+    """An email address (text with an ``@``), stripped; with ``optional``, unset means none
+    (None)."""
+
+    optional: bool = False
+
+    def check(self, value: Any, said: str, secret: bool) -> str | None:
+        if self.optional and value is None:
+            return None
+        if not isinstance(value, str) or "@" not in value:
+            raise ConfigError(f"{said} must be an email, got {value!r}")
+        return value.strip()
 
 
 def setting(
@@ -167,6 +257,7 @@ def setting(
     secret: bool = False,
     note: str = "",
     example: Any = None,
+    unset: str = "",
 ) -> Any:
     """A field of a section's dataclass that declares a setting.
 
@@ -178,8 +269,10 @@ def setting(
         secret: dlt reads it as a secret (``.dlt/secrets.toml``), and it is never shown.
         note: one line for ``init``'s template.
         example: a value ``init``'s template shows, commented out, instead of the default.
+        unset: what the default None stands for, where that is a value of its own (the
+            settings reference shows it as the default).
     """
-    declared = _Declared(kind, inspect.cleandoc(doc), secret, note, example)
+    declared = _Declared(kind, inspect.cleandoc(doc), secret, note, example, unset)
     metadata = {_KEY: declared}
     if default is REQUIRED:
         return dataclasses.field(metadata=metadata)
@@ -196,6 +289,7 @@ class _Declared:
     secret: bool
     note: str
     example: Any
+    unset: str
 
 
 @dataclass(frozen=True)
@@ -210,6 +304,7 @@ class Setting:
     secret: bool = False
     note: str = ""
     example: Any = None
+    unset: str = ""  # what the default None stands for, if anything
 
     @property
     def required(self) -> bool:
@@ -217,24 +312,27 @@ class Setting:
 
 
 # a check across settings, run after one of them: the values checked so far, the section
-Rule = Callable[[Mapping[str, Any], "Section"], None]
+Rule = Callable[[Mapping[str, Any], "Section[Any]"], None]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Section:
+class Section(Generic[T]):
     """A TOML table of settings (``path``, such as ``sources.feedback``), declared by the
     dataclass ``checked``; ``rules`` run after the setting they are keyed by is checked."""
 
     path: str
-    checked: type
+    checked: type[T]
     rules: Mapping[str, Rule] = dataclasses.field(default_factory=dict)
 
     @functools.cached_property
     def settings(self) -> tuple[Setting, ...]:
         """The section's settings, in the order they are checked."""
-        hints = typing.get_type_hints(self.checked)
+        checked: Any = self.checked  # a dataclass, as ``setting`` made its fields
+        hints = typing.get_type_hints(checked)
         found = []
-        for f in dataclasses.fields(self.checked):
+        for f in dataclasses.fields(checked):
             declared = f.metadata.get(_KEY)
             if isinstance(declared, _Declared):
                 default = REQUIRED if f.default is dataclasses.MISSING else f.default
@@ -248,6 +346,7 @@ class Section:
                         secret=declared.secret,
                         note=declared.note,
                         example=declared.example,
+                        unset=declared.unset,
                     )
                 )
         return tuple(found)
@@ -278,3 +377,21 @@ class Section:
             if rule is not None:
                 rule(values, self)
         return values
+
+    def made(self, raw: Mapping[str, Any]) -> T:
+        """The section's dataclass of the values ``check`` makes of ``raw``.
+
+        Raises:
+            ConfigError: naming the first setting that is missing or malformed.
+        """
+        return self.checked(**self.check(raw))
+
+    def given(self, name: str, value: Any, said: str) -> Any:
+        """``value`` given for setting ``name`` another way than the settings (a command's
+        option, ``said``: ``--samples``), checked by the setting's kind and named as given.
+
+        Raises:
+            ConfigError: ``value`` is malformed, in the words of the setting's kind.
+        """
+        (declared,) = (s for s in self.settings if s.name == name)
+        return declared.kind.check(value, said, declared.secret)

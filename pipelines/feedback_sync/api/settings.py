@@ -82,7 +82,7 @@ class _BaseUrl(Kind):
         return base_url
 
 
-def _encrypted_unless_allowed(values: Mapping[str, Any], section: Section) -> None:
+def _encrypted_unless_allowed(values: Mapping[str, Any], section: Section[Any]) -> None:
     """Plain http:// only to this machine, unless ``allow_insecure_http`` says otherwise."""
     parts = urlsplit(values["base_url"])
     if (

@@ -236,7 +236,7 @@ def _sync_resources(args: argparse.Namespace, target: Any) -> list[str] | None:
     models, an ``--sql-dir`` (``models.project.sql_dir`` reads it again, with its
     setting)."""
     from feedback_sync.errors import ConfigError
-    from feedback_sync.models.folder import models_folder
+    from feedback_sync.models.settings import MODELS
     from feedback_sync.source.resources import check_resources
 
     resources = (
@@ -247,7 +247,7 @@ def _sync_resources(args: argparse.Namespace, target: Any) -> list[str] | None:
     try:
         check_resources(resources)
         if args.sql_dir is not None and not args.no_models and target.builds_models:
-            models_folder("--sql-dir", args.sql_dir)
+            MODELS.given("sql_dir", args.sql_dir, "--sql-dir")
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     return resources

@@ -10,17 +10,16 @@ part of it reads; any other is one line that names the file or variable, the key
 nearest known name. dlt's own sections (``[runtime]``, ``[destination.*]``, ``[load]``,
 ...) and other sources' (``[sources.other]``) are left alone.
 
-The names of ``[sources.feedback]`` are its declaration's (``api/settings.py``, which
-imports no dlt). Those of ``[push]`` are the fields of its dlt configuration spec, read from
-the spec's source with ``ast`` (importing it imports dlt, 0.9 s that ``status`` does not
-otherwise spend; a test holds the two to each other).
+The names of each section are its declaration's (``DECLARED``: ``api/settings.py``,
+``models/settings.py``, ``push/settings.py``, ``app/settings.py``), none of which imports
+dlt (0.9 s that ``status`` does not otherwise spend). ``[history]`` is owned with no key of
+its own: the history settings are ``history_*`` of ``[sources.feedback]``, and a key there
+is refused with that name.
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
-import importlib.util
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -30,22 +29,15 @@ from typing import Any
 
 from feedback_sync.api.declaration import Section
 from feedback_sync.api.settings import SOURCE
+from feedback_sync.app.settings import FLOWS, REPORT
+from feedback_sync.models.settings import MODELS
+from feedback_sync.push.settings import PUSH
 
-# section -> where its names are declared: a declared section, (module, configspec class),
-# or the names
-_SPECS: dict[str, Section | tuple[str, str] | tuple[str, ...]] = {
-    SOURCE.path: SOURCE,
-    "push": ("feedback_sync.push.settings", "PushConfiguration"),
-    # models.project.sql_dir
-    "models": ("sql_dir",),
-    # app.report.currency_setting
-    "report": ("currency",),
-    # flows.sync._retry_options, flows.secrets.BLOCK_SETTING
-    "flows": ("sync_retries", "sync_retry_delay_seconds", "api_key_secret_block"),
-    # no key of its own: the history settings are history_* of [sources.feedback]
-    "history": (),
-}
-OWNED = tuple(_SPECS)
+# every section feedback-sync declares, in the order the settings reference shows them
+DECLARED: tuple[Section[Any], ...] = (SOURCE, PUSH, MODELS, REPORT, FLOWS)
+# owned, without a key of its own
+_KEYLESS = ("history",)
+OWNED = (*(section.path for section in DECLARED), *_KEYLESS)
 
 
 @dataclass(frozen=True)
@@ -80,31 +72,10 @@ def _env(section: str, key: str) -> str:
 
 def known_names(section: str) -> frozenset[str]:
     """The setting names of one owned section."""
-    spec = _SPECS[section]
-    if isinstance(spec, Section):
-        return frozenset(spec.names())
-    if len(spec) == 2 and spec[0].startswith("feedback_sync."):
-        module, cls = spec
-        return frozenset(_spec_fields(module, cls))
-    return frozenset(spec)
-
-
-def _spec_fields(module: str, cls: str) -> list[str]:
-    """The annotated fields of configspec ``cls`` in ``module``, read from its source."""
-    found = importlib.util.find_spec(module)
-    origin = found.origin if found is not None else None
-    if origin is None or not origin.endswith(".py"):  # no source installed: ask the class
-        spec_class: Any = getattr(importlib.import_module(module), cls)
-        return list(spec_class.get_resolvable_fields())
-    tree = ast.parse(Path(origin).read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            return [
-                item.target.id
-                for item in node.body
-                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-            ]
-    raise LookupError(f"{cls} is not declared in {origin}")
+    if section in _KEYLESS:
+        return frozenset()
+    (declared,) = (d for d in DECLARED if d.path == section)
+    return frozenset(declared.names())
 
 
 def unknown_settings(files: Iterable[Path], environ: Mapping[str, str]) -> list[Unknown]:

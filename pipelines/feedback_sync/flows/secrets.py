@@ -1,7 +1,8 @@
 """Where a flow run's API key comes from: a Prefect ``Secret`` block, else the environment.
 
 The block's name is configuration (``api_key_secret_block`` in ``[flows]`` of
-``.dlt/config.toml``, or ``FLOWS__API_KEY_SECRET_BLOCK``; default ``feedback-api-key``).
+``.dlt/config.toml``, or ``FLOWS__API_KEY_SECRET_BLOCK``; declared in ``app/settings.py``,
+default ``feedback-api-key``).
 When no block of that name exists, the key is resolved the dlt way
 (``SOURCES__FEEDBACK__API_KEY`` or ``.dlt/secrets.toml``). It is never a flow parameter:
 Prefect stores and shows parameters.
@@ -11,25 +12,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import dlt
-
+from feedback_sync.api.config import load
+from feedback_sync.app.settings import FLOWS
 from feedback_sync.errors import ConfigError
 from feedback_sync.redaction import SCRUBBER
 
-BLOCK_SETTING = "flows.api_key_secret_block"
-DEFAULT_BLOCK = "feedback-api-key"
-
 
 def block_name() -> str:
-    name: Any = dlt.config.get(BLOCK_SETTING)
-    if name is None or name == "":
-        return DEFAULT_BLOCK
-    if not isinstance(name, str):
-        raise ConfigError(
-            f"FLOWS__API_KEY_SECRET_BLOCK (api_key_secret_block in [flows]) must be a block "
-            f"name, got {type(name).__name__}"
-        )
-    return name.strip()
+    """The name of the ``Secret`` block that holds the key (``[flows]``).
+
+    Raises:
+        ConfigError: a setting of ``[flows]`` is malformed.
+    """
+    return load(FLOWS).api_key_secret_block
 
 
 def api_key() -> tuple[str | None, str]:

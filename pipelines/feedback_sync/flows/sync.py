@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, cast
 
-import dlt
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.assets import Asset, AssetProperties, add_asset_metadata, materialize
@@ -37,8 +36,10 @@ from prefect.client.schemas.objects import State, TaskRun
 from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
 from prefect.tasks import Task
 
+from feedback_sync.api.config import load
 from feedback_sync.api.settings import load_settings
 from feedback_sync.app.failures import explain, is_transient
+from feedback_sync.app.settings import FLOWS
 from feedback_sync.app.settings_files import check_settings_files
 from feedback_sync.app.sync import SyncOptions, SyncResult, run_sync
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
@@ -63,8 +64,6 @@ from feedback_sync.source.resources import check_resources
 from feedback_sync.warehouse import history
 from feedback_sync.warehouse.target import Target, make_target
 
-DEFAULT_RETRIES = 2
-DEFAULT_RETRY_DELAYS = (30.0, 120.0)
 DEFAULT_MAX_ROW_DROP = 0.25
 
 
@@ -240,25 +239,13 @@ def flow_target(
 
 
 def _retry_options() -> tuple[int, list[float]]:
-    """``[flows] sync_retries`` and ``sync_retry_delay_seconds`` (or FLOWS__SYNC_RETRIES...)."""
-    retries: Any = dlt.config.get("flows.sync_retries")
-    delays: Any = dlt.config.get("flows.sync_retry_delay_seconds")
-    try:
-        count = DEFAULT_RETRIES if retries in (None, "") else int(retries)
-        if delays in (None, ""):
-            waits = list(DEFAULT_RETRY_DELAYS)
-        elif isinstance(delays, list | tuple):
-            waits = [float(d) for d in delays]
-        else:
-            waits = [float(d) for d in str(delays).strip("[]").split(",") if d.strip()]
-    except (TypeError, ValueError):
-        raise ConfigError(
-            "FLOWS__SYNC_RETRIES must be an integer and FLOWS__SYNC_RETRY_DELAY_SECONDS a "
-            f"list of seconds, got {retries!r} and {delays!r}"
-        ) from None
-    if count < 0 or not waits or any(w < 0 for w in waits):
-        raise ConfigError("flows.sync_retries and flows.sync_retry_delay_seconds must be >= 0")
-    return count, waits
+    """``sync_retries`` and ``sync_retry_delay_seconds`` of ``[flows]`` (``app/settings.py``).
+
+    Raises:
+        ConfigError: a setting of ``[flows]`` is malformed, by name.
+    """
+    settings = load(FLOWS)
+    return settings.sync_retries, list(settings.sync_retry_delay_seconds)
 
 
 @flow(name="feedback-sync", log_prints=False)

@@ -36,13 +36,12 @@ from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import Any
 
-import dlt
 import duckdb
 
 from feedback_sync.errors import DataTestsFailed, ModelError
 from feedback_sync.models import datatests
 from feedback_sync.models.datatests import DataTest, Outcome
-from feedback_sync.models.folder import models_folder
+from feedback_sync.models.settings import MODELS
 from feedback_sync.models.sqlfile import calls, read_header, substitute
 from feedback_sync.package_data import package_path
 from feedback_sync.source.resources import PARENT_KEYS
@@ -115,20 +114,17 @@ class Project:
 
 def sql_dir(chosen: str | Path | None = None) -> Path:
     """The models folder: ``chosen`` (``--sql-dir``), else the setting ``sql_dir`` of
-    ``[models]`` in ``.dlt/config.toml`` (``MODELS__SQL_DIR``), else the one the package
-    ships. A relative path is read from the current folder. Its ``push/`` holds the push
-    targets (``push.targets``).
+    ``[models]`` (``models/settings.py``), else the one the package ships. A relative path
+    is read from the current folder. Its ``push/`` holds the push targets
+    (``push.targets``).
 
     Raises:
-        ConfigError: the folder named does not exist.
+        ConfigError: the folder named is malformed or does not exist.
     """
-    setting = "--sql-dir"
-    if chosen is None:
-        chosen = dlt.config.get("models.sql_dir")
-        setting = "MODELS__SQL_DIR (sql_dir in [models])"
-    if chosen is None:
-        return SQL_DIR
-    return models_folder(setting, chosen)
+    from feedback_sync.api.config import load
+
+    folder = load(MODELS, {"sql_dir": ("--sql-dir", chosen)}).sql_dir
+    return SQL_DIR if folder is None else folder
 
 
 def load_project(root: Path | None = None) -> Project:

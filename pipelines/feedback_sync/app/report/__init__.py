@@ -34,22 +34,18 @@ in ``page`` and its charts in ``charts``; this module joins them and writes the 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import dlt
-
 from feedback_sync.app.report.figures import Freshness, gather, last_load, missing_marts
 from feedback_sync.app.report.page import draw
-from feedback_sync.errors import ConfigError, ModelError
+from feedback_sync.app.settings import REPORT
+from feedback_sync.errors import ModelError
 from feedback_sync.models.project import current_since
 from feedback_sync.warehouse.engines import Engine
 from feedback_sync.warehouse.target import Target
 
 __all__ = ["Freshness", "Report", "currency_setting", "render", "write"]
-
-_CURRENCY = re.compile(r"^[^\x00-\x1f\x7f]{1,16}$")
 
 
 @dataclass
@@ -66,24 +62,15 @@ class Report:
 
 def currency_setting(chosen: str | None = None) -> str | None:
     """The currency the page names: ``chosen`` (``--currency``), else ``currency`` of
-    ``[report]`` (``REPORT__CURRENCY``), else None (the account's currency).
+    ``[report]`` (``app/settings.py``), else None (the account's currency).
 
     Raises:
         ConfigError: the value is empty, longer than 16 characters or holds control
             characters.
     """
-    setting = "--currency"
-    if chosen is None:
-        chosen = dlt.config.get("report.currency")
-        setting = "REPORT__CURRENCY (currency in [report])"
-    if chosen is None:
-        return None
-    if not isinstance(chosen, str) or not _CURRENCY.match(chosen.strip()):
-        raise ConfigError(
-            f"{setting} must be a currency's code or symbol of 1 to 16 characters "
-            f"(EUR, USD, £), got {chosen!r}"
-        )
-    return chosen.strip()
+    from feedback_sync.api.config import load
+
+    return load(REPORT, {"currency": ("--currency", chosen)}).currency
 
 
 def write(target: Target, output: Path, currency: str | None = None) -> Report:
