@@ -5,6 +5,7 @@ feedback-sync owns (``[sources.feedback]``, ``[push]``, ``[models]``, ``[report]
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from docsgen import other_settings
 from docsgen.markdown import code, prose, table
@@ -67,6 +68,16 @@ HEADINGS = {
         "What `sync` and `check` read from the API, and how; the push uses the same "
         "address and key.",
     ),
+    # a section of the same table as another is named by its dataclass
+    "AccountList": (
+        "Several accounts",
+        "accounts",
+        "Which accounts (boards) a project syncs, each into a dataset of its own: one table "
+        "per account, `[sources.feedback.accounts.<name>]`, holds that account's `base_url` "
+        "and `api_key` and any other setting of `[sources.feedback]` it sets for itself; "
+        "what it leaves out comes from `[sources.feedback]`. With accounts configured, "
+        "`[sources.feedback]` holds no `base_url` or `api_key`.",
+    ),
     "push": (
         "The push",
         "push",
@@ -95,14 +106,23 @@ def declared_sections() -> list[tuple[str, str, str, list[Setting]]]:
     """
     from feedback_sync.app.setting_names import DECLARED
 
-    missing = [section.path for section in DECLARED if section.path not in HEADINGS]
+    missing = [section.path for section in DECLARED if _heading_key(section) not in HEADINGS]
     if missing:
         raise ValueError(f"docsgen/settings.py: no heading for [{'], ['.join(missing)}]")
     made = []
     for section in DECLARED:
-        heading, anchor, about = HEADINGS[section.path]
+        heading, anchor, about = HEADINGS[_heading_key(section)]
         made.append((f"{heading}: `[{section.path}]`", anchor, about, from_section(section)))
     return made
+
+
+def _heading_key(section: Any) -> str:
+    """A section's key in ``HEADINGS``: its path, or its dataclass's name where another
+    section of the same path comes first."""
+    from feedback_sync.app.setting_names import DECLARED
+
+    first = next(other for other in DECLARED if other.path == section.path)
+    return section.path if first is section else section.checked.__name__
 
 
 def render() -> str:

@@ -75,7 +75,9 @@ def line(setting: Setting) -> str:
 
 
 def rewrite(text: str, section: Section[Any], secrets: bool) -> str:
-    """``text`` with the lines of ``section``'s table made from its declaration.
+    """``text`` with the lines of ``section``'s table made from its declaration, and from
+    that of every other declared section of the same table (``[sources.feedback]``'s
+    account list).
 
     Raises:
         ValueError: the template has no header ``[<section>]`` and the section has lines
@@ -83,7 +85,9 @@ def rewrite(text: str, section: Section[Any], secrets: bool) -> str:
     """
     lines = text.split("\n")
     header = f"[{section.path}]"
-    made = [line(s) for s in section.settings if s.secret == secrets]
+    declared = _sections()
+    same = [o for o in declared if o.path == section.path] if section in declared else [section]
+    made = [line(s) for other in same for s in other.settings if s.secret == secrets]
     found = [i for i, held in enumerate(lines) if held.split("#", 1)[0].strip() == header]
     if not found:
         if made:
@@ -99,7 +103,7 @@ def rewrite(text: str, section: Section[Any], secrets: bool) -> str:
 def render(template: Template, root: Path) -> str:
     """The template's text as it should be: the committed file, its tables rewritten."""
     text = template.file(root).read_text(encoding="utf-8")
-    for section in _sections():
+    for section in {section.path: section for section in _sections()}.values():
         text = rewrite(text, section, template.secrets)
     return text
 

@@ -382,6 +382,8 @@ class Harness:
         self.dlt_warnings: list[str] = []
         # where sync(), connect() and the truth checks go unless told otherwise
         self.destination = "duckdb"
+        # the dataset read (an account's: ``feedback_<account>``)
+        self.dataset = "feedback"
         # the PostgreSQL database read (default: DESTINATION__POSTGRES__CREDENTIALS)
         self.postgres_dsn: str | None = None
         # where the Delta tables are read (default: the local folder) and delta-rs's
@@ -528,7 +530,7 @@ class Harness:
                 file = self.tmp / "parquet" / f"{table}.parquet"
                 return landed_rows(con, table, f"read_parquet('{file}')", where)
         for con in self.connect(destination):
-            return landed_rows(con, table, f'feedback."{table}"', where)
+            return landed_rows(con, table, f'"{self.dataset}"."{table}"', where)
         raise AssertionError("unreachable")
 
     def assert_equals_truth(

@@ -34,22 +34,24 @@ def _hint(setting: Setting) -> Any:
     return Any
 
 
-_SPECS: dict[str, type[BaseConfiguration]] = {}
+_SPECS: dict[tuple[str, type], type[BaseConfiguration]] = {}
 
 
 def spec_of(section: Section[Any]) -> type[BaseConfiguration]:
     """The dlt configuration spec of ``section``: one field per setting (made once per
-    section path)."""
-    if section.path not in _SPECS:
-        name = "".join(part.title() for part in section.path.split(".")) + "Configuration"
+    section path and declaration: two declarations may share a table, as the source's
+    settings and its account list do)."""
+    key = (section.path, section.checked)
+    if key not in _SPECS:
+        name = "".join(part.title() for part in section.path.split(".")) + section.checked.__name__
         namespace: dict[str, Any] = {
             "__module__": __name__,
             "__qualname__": name,
             "__annotations__": {s.name: _hint(s) for s in section.settings},
         }
         namespace.update({s.name: None if s.required else s.default for s in section.settings})
-        _SPECS[section.path] = configspec(type(name, (BaseConfiguration,), namespace))
-    return _SPECS[section.path]
+        _SPECS[key] = configspec(type(name, (BaseConfiguration,), namespace))
+    return _SPECS[key]
 
 
 def resolve_raw(section: Section[Any]) -> dict[str, Any]:

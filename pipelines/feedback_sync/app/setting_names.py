@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from feedback_sync.api.accounts import ACCOUNT_LIST, TABLE
 from feedback_sync.api.declaration import Section
 from feedback_sync.api.settings import SOURCE
 from feedback_sync.app.settings import FLOWS, REPORT
@@ -34,10 +35,10 @@ from feedback_sync.models.settings import MODELS
 from feedback_sync.push.settings import PUSH
 
 # every section feedback-sync declares, in the order the settings reference shows them
-DECLARED: tuple[Section[Any], ...] = (SOURCE, PUSH, MODELS, REPORT, FLOWS)
+DECLARED: tuple[Section[Any], ...] = (SOURCE, ACCOUNT_LIST, PUSH, MODELS, REPORT, FLOWS)
 # owned, without a key of its own
 _KEYLESS = ("history",)
-OWNED = (*(section.path for section in DECLARED), *_KEYLESS)
+OWNED = (*dict.fromkeys(section.path for section in DECLARED), *_KEYLESS)
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,7 @@ def known_names(section: str) -> frozenset[str]:
     """The setting names of one owned section."""
     if section in _KEYLESS:
         return frozenset()
-    (declared,) = (d for d in DECLARED if d.path == section)
-    return frozenset(declared.names())
+    return frozenset(name for d in DECLARED if d.path == section for name in d.names())
 
 
 def unknown_settings(files: Iterable[Path], environ: Mapping[str, str]) -> list[Unknown]:
@@ -96,16 +96,39 @@ def unknown_settings(files: Iterable[Path], environ: Mapping[str, str]) -> list[
             if not isinstance(table, dict):
                 continue
             for key in table:
-                if key not in names[section]:
+                if section == SOURCE.path and key == TABLE and isinstance(table[key], dict):
+                    found += _unknown_in_accounts(str(path), table[key], names)
+                elif key not in names[section]:
                     found.append(Unknown(str(path), section, key, _nearest(section, key, names)))
     prefixes = {_env(section, ""): section for section in OWNED}
     for variable in sorted(environ):
         for prefix, section in prefixes.items():
             if variable.startswith(prefix) and len(variable) > len(prefix):
                 key = variable[len(prefix) :].lower()
-                if key not in names[section]:
+                if section == SOURCE.path and key.startswith(f"{TABLE}__"):
+                    # SOURCES__FEEDBACK__ACCOUNTS__<NAME>__<KEY>: an account's own setting
+                    account, _, own = key[len(TABLE) + 2 :].partition("__")
+                    found += _unknown_in_accounts("environment", {account: {own: None}}, names)
+                elif key not in names[section]:
                     nearest = _nearest(section, key, names)
                     found.append(Unknown("environment", section, key, nearest))
+    return found
+
+
+def _unknown_in_accounts(
+    where: str, accounts: Mapping[str, Any], names: Mapping[str, frozenset[str]]
+) -> list[Unknown]:
+    """The keys of each account's table that are not settings of one account."""
+    found = []
+    own = names[SOURCE.path] - set(ACCOUNT_LIST.names())
+    for account, table in accounts.items():
+        for key in table if isinstance(table, dict) else ():
+            if key not in own:
+                section = f"{SOURCE.path}.{TABLE}.{account}"
+                nearest = _nearest(SOURCE.path, key, names)
+                if nearest is not None and nearest[0] == SOURCE.path:
+                    nearest = (section, nearest[1])  # the account's table takes the same names
+                found.append(Unknown(where, section, key, nearest))
     return found
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from feedback_sync.errors import ModelError
 from feedback_sync.warehouse.duckdb import MODELS_DUCKDB, DuckDb
-from feedback_sync.warehouse.target import PIPELINE_NAME
+from feedback_sync.warehouse.target import PIPELINE_NAME, Target
 
 if TYPE_CHECKING:
     from dlt.pipeline.pipeline import Pipeline
@@ -40,6 +40,17 @@ class Parquet(DuckDb):
     parquet_dir: Path = DEFAULT_PARQUET_DIR
 
     publish_step: ClassVar[str | None] = "parquet"
+
+    def for_account(self, account: str) -> Target:
+        """The account's dataset, and its files in a folder of its own under
+        ``parquet_dir`` (``data/parquet/acme/ideas.parquet``)."""
+        import dataclasses
+
+        from feedback_sync.api.accounts import dataset_of
+
+        return dataclasses.replace(
+            self, dataset=dataset_of(self.dataset, account), parquet_dir=self.parquet_dir / account
+        )
 
     def check_writable(self) -> str:
         from feedback_sync.warehouse.target import probe_folder

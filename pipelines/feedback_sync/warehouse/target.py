@@ -293,6 +293,17 @@ class Target(ABC):
     def _kept_open(self) -> KeptOpen:
         return KeptOpen()
 
+    def for_account(self, account: str) -> Target:
+        """The target of one account's tables (``api/accounts.py``): this warehouse, with
+        the account's own dataset ``<dataset>_<account>`` (and so its own identity, working
+        folder, state and lock); a destination whose files are not kept per dataset keeps
+        them in a folder of the account's as well."""
+        import dataclasses
+
+        from feedback_sync.api.accounts import dataset_of
+
+        return dataclasses.replace(self, dataset=dataset_of(self.dataset, account))
+
     def describe(self) -> str:
         return f"{self.destination} (dataset {self.dataset})"
 

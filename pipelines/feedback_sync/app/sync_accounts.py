@@ -1,0 +1,130 @@
+"""``feedback-sync sync`` with several accounts: each account synced by a process of its
+own (``fanout.py``), ``--parallel`` at a time, then one summary.
+
+A failed account never stops the others: each other account completes and commits, and
+the command exits 1 with one line per account (requests, rows, time, or the error). Run
+again, the accounts that succeeded make a normal sync (only what changed), and the failed
+ones resume from their last committed state. Accounts whose tables share one DuckDB file
+(the default warehouse) go one at a time: DuckDB takes one writing process per file.
+The models over every account are not built yet (``NO_MODELS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from feedback_sync.app.fanout import AccountRun, run_accounts
+from feedback_sync.warehouse.target import Target
+
+# what a sync with accounts does not do yet: the staging views and marts over every
+# account (each with an ``account`` column) are the next step of this feature
+NO_MODELS = (
+    "models: not built: with accounts configured, the staging views and marts over every "
+    "account are not built yet (the accounts' own tables are loaded)"
+)
+
+
+def sync_accounts(args: argparse.Namespace, target: Target, accounts: tuple[str, ...]) -> int:
+    """Syncs each of ``accounts`` into its dataset of ``target``; the exit code."""
+    started = time.perf_counter()
+    parallel = args.parallel
+    shared = _shared_writer_file(target, accounts)
+    if shared is not None and parallel > 1:
+        parallel = 1
+        print(
+            f"sync: the accounts share one DuckDB file ({shared}), which takes one writer at "
+            "a time: they run one after another",
+            file=sys.stderr,
+        )
+    parallel = min(parallel, len(accounts))
+    print(
+        f"sync: {len(accounts)} accounts ({', '.join(accounts)}), {parallel} at a time",
+        file=sys.stderr,
+        flush=True,
+    )
+    runs = run_accounts(accounts, lambda account: child_argv(args, account), parallel=parallel)
+    code = 0 if all(run.ok for run in runs) else 1
+    if args.json:
+        from feedback_sync.app.documents import dumps
+
+        print(dumps(document(runs, code)))
+    else:
+        print(summary(runs, target, time.perf_counter() - started))
+        if not args.no_models and target.builds_models:
+            print(NO_MODELS)
+    return code
+
+
+def _shared_writer_file(target: Target, accounts: tuple[str, ...]) -> str | None:
+    """The one file every account's run must hold to write (a DuckDB file), if they share
+    one."""
+    files = {target.for_account(account).writer_file() for account in accounts}
+    if len(files) == 1:
+        (only,) = files
+        return str(only) if only is not None else None
+    return None
+
+
+def child_argv(args: argparse.Namespace, account: str) -> list[str]:
+    """The command line of one account's run: this command's, for that account alone,
+    its result as JSON, its progress as plain lines, and no models (built once, after
+    every account)."""
+    argv = ["--project-dir", args.project_dir] if args.project_dir else []
+    argv += ["sync", "--account", account, "--json", "--no-models"]
+    argv += ["--progress", "off" if args.progress == "off" else "plain"]
+    argv += ["--progress-every", str(args.progress_every)]
+    argv += ["--destination", args.destination, "--dataset", args.dataset]
+    argv += ["--parquet-dir", args.parquet_dir, "--delta-dir", args.delta_dir]
+    argv += ["--wait", str(args.wait)]
+    if args.pipelines_dir:
+        argv += ["--pipelines-dir", args.pipelines_dir]
+    if args.full:
+        argv.append("--full")
+    if args.resources:
+        argv += ["--resources", args.resources]
+    return argv
+
+
+def summary(runs: list[AccountRun], target: Target, seconds: float) -> str:
+    """One line per account, then the totals."""
+    width = max(len(run.account) for run in runs)
+    failed = [run.account for run in runs if not run.ok]
+    lines = [
+        f"sync of {len(runs)} accounts into {target.describe()}, each in its dataset "
+        f"{target.dataset}_<account>:"
+    ]
+    lines += [run.line(width) for run in runs]
+    done = len(runs) - len(failed)
+    total = (
+        f"{done} of {len(runs)} accounts synced in {seconds:.1f}s, "
+        f"{sum(r.requests for r in runs):,} requests"
+    )
+    if failed:
+        total += f"; failed: {', '.join(failed)} (run again: the others make a normal sync)"
+    lines.append(total)
+    return "\n".join(lines)
+
+
+def document(runs: list[AccountRun], code: int) -> dict[str, Any]:
+    """The --json document: the envelope, then each account's own document."""
+    from feedback_sync.app.documents import envelope
+
+    failed = [run.account for run in runs if not run.ok]
+    error = f"{len(failed)} account(s) failed: {', '.join(failed)}" if failed else None
+    result = envelope("sync", code, error)
+    result["accounts"] = {
+        run.account: {
+            "ok": run.ok,
+            "exit_code": run.exit_code,
+            "seconds": round(run.seconds, 3),
+            "error": run.error,
+            "requests": run.requests,
+            "rows": run.rows,
+            "result": run.document,
+        }
+        for run in runs
+    }
+    return result

@@ -1,0 +1,294 @@
+"""Several accounts in one project: configured the dlt way, each synced into a dataset of
+its own by a process of its own, a failed one never stopping the others."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from dlt.common.configuration.container import Container
+from dlt.common.configuration.specs.pluggable_run_context import PluggableRunContext
+from feedback_sync.api.accounts import load_account_settings
+from feedback_sync.app.accounts import configured_accounts
+from feedback_sync.app.cli import main
+from feedback_sync.errors import ConfigError
+from feedback_sync.sandbox.app import create_app
+from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
+
+from tests.sync.harness import Harness
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty project folder, the current one, with no source setting in the
+    environment (the children inherit it); dlt's settings read from it in this process
+    too, and from where they were read before once the test ends."""
+    for name in list(os.environ):
+        if name.startswith("SOURCES__"):
+            monkeypatch.delenv(name)
+    (tmp_path / ".dlt").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DLT_PROJECT_DIR", str(tmp_path))
+    run_context = Container()[PluggableRunContext]
+    before = run_context.context.run_dir
+    yield tmp_path
+    run_context.reload(before)
+
+
+def _write(project: Path, config: str, secrets: str = "") -> None:
+    """The project's settings files; dlt reads them again (it keeps what it read)."""
+    (project / ".dlt" / "config.toml").write_text(config, encoding="utf-8")
+    (project / ".dlt" / "secrets.toml").write_text(secrets, encoding="utf-8")
+    Container()[PluggableRunContext].reload(str(project))
+
+
+def _files(project: Path) -> list[Path]:
+    return [project / ".dlt" / "config.toml", project / ".dlt" / "secrets.toml"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --- configuration -------------------------------------------------------------------
+
+
+def test_accounts_are_the_tables_of_both_files_then_the_listed_names(project: Path) -> None:
+    _write(
+        project,
+        '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n'
+        '[sources.feedback]\naccount_names = ["initech"]\n',
+        '[sources.feedback.accounts.globex]\napi_key = "k"\n'
+        '[sources.feedback.accounts.acme]\napi_key = "k"\n',
+    )
+    assert configured_accounts(_files(project), {}) == ("acme", "globex", "initech")
+    environ = {"SOURCES__FEEDBACK__ACCOUNT_NAMES": '["hooli"]'}
+    assert configured_accounts(_files(project), environ) == ("acme", "globex", "hooli")
+    assert configured_accounts([], {}) == ()
+
+
+@pytest.mark.parametrize("name", ["Acme", "a-b", "a__b", "_a", "a" * 33, "ümlaut"])
+def test_a_bad_account_name_is_one_line_exit_2(
+    project: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(project, f'[sources.feedback.accounts."{name}"]\nbase_url = "http://x/v1"\n')
+    assert main(["sync", "--no-models"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert f"account name {name!r} must be 1 to 32 lower-case letters" in err[0]
+    assert "config.toml" in err[0]
+
+
+def test_a_variable_for_an_account_not_configured_is_refused(project: Path) -> None:
+    environ = {
+        "SOURCES__FEEDBACK__ACCOUNT_NAMES": '["acme"]',
+        "SOURCES__FEEDBACK__ACCOUNTS__GLOBEX__BASE_URL": "http://x/v1",
+    }
+    with pytest.raises(ConfigError, match="names account 'globex', which is not configured"):
+        configured_accounts([], environ)
+
+
+def test_an_account_takes_what_it_leaves_out_from_the_source_section(project: Path) -> None:
+    _write(
+        project,
+        "[sources.feedback]\npage_size = 33\n"
+        '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n'
+        '[sources.feedback.accounts.globex]\nbase_url = "http://127.0.0.1:2/v1"\n'
+        "page_size = 12\n",
+        '[sources.feedback.accounts.acme]\napi_key = "key-a"\n'
+        '[sources.feedback.accounts.globex]\napi_key = "key-g"\n',
+    )
+    acme, globex = load_account_settings("acme"), load_account_settings("globex")
+    assert (acme.base_url, acme.api_key, acme.page_size) == ("http://127.0.0.1:1/v1", "key-a", 33)
+    assert (globex.base_url, globex.api_key, globex.page_size) == (
+        "http://127.0.0.1:2/v1",
+        "key-g",
+        12,
+    )
+
+
+def test_an_account_never_takes_another_key(project: Path) -> None:
+    """A key in [sources.feedback] would be sent to every account that has none: refused."""
+    _write(project, '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n')
+    with pytest.raises(ConfigError, match=r"missing setting SOURCES__FEEDBACK__ACCOUNTS__ACME"):
+        load_account_settings("acme")
+    _write(
+        project,
+        '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n',
+        '[sources.feedback]\napi_key = "shared"\n',
+    )
+    with pytest.raises(ConfigError, match=r"SOURCES__FEEDBACK__API_KEY .* is set, but accounts"):
+        load_account_settings("acme")
+
+
+def test_an_unknown_key_in_an_account_names_the_account_and_the_nearest(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(
+        project,
+        '[sources.feedback.accounts.acme]\nbase_url = "http://x/v1"\npage_sise = 5\n',
+    )
+    assert main(["sync", "--no-models"]) == 2
+    err = capsys.readouterr().err
+    assert "[sources.feedback.accounts.acme] page_sise is not a feedback-sync setting" in err
+    assert "did you mean page_size?" in err
+
+
+def test_account_without_accounts_and_an_unknown_account_are_usage_errors(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(project, "")
+    assert main(["sync", "--account", "acme"]) == 2
+    assert "--account acme: no accounts are configured" in capsys.readouterr().err
+    _write(project, '[sources.feedback.accounts.acme]\nbase_url = "http://x/v1"\n')
+    assert main(["sync", "--account", "globex"]) == 2
+    assert "--account globex: no such account; configured: acme" in capsys.readouterr().err
+
+
+# --- syncing several accounts ---------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _servers() -> Iterator[tuple[RunningSandbox, RunningSandbox]]:
+    with (
+        serve_in_thread(create_app("tiny", 1, api_key="acme-key-1234")) as acme,
+        serve_in_thread(create_app("tiny", 2, api_key="globex-key-5678")) as globex,
+    ):
+        yield acme, globex
+
+
+def _configure_three(
+    project: Path, acme: RunningSandbox, globex: RunningSandbox, port: int
+) -> None:
+    _write(
+        project,
+        "[sources.feedback]\npage_size = 7\n"
+        f'[sources.feedback.accounts.acme]\nbase_url = "{acme.base_url}"\n'
+        f'[sources.feedback.accounts.globex]\nbase_url = "{globex.base_url}"\n'
+        f'[sources.feedback.accounts.initech]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+        "max_retries = 1\ntimeout_seconds = 2\n",
+        f'[sources.feedback.accounts.acme]\napi_key = "{acme.api_key}"\n'
+        f'[sources.feedback.accounts.globex]\napi_key = "{globex.api_key}"\n'
+        '[sources.feedback.accounts.initech]\napi_key = "initech-key-9999"\n',
+    )
+
+
+def _sync(project: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
+    code = main(
+        ["sync", "--no-models", "--pipelines-dir", str(project / "pipelines"), "--json", *extra]
+    )
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    return code, {**document, "_stderr": err}
+
+
+def _truth(project: Path, server: RunningSandbox, account: str) -> None:
+    check = Harness(server, project / "data")
+    check.dataset = f"feedback_{account}"
+    try:
+        check.assert_equals_truth()
+    finally:
+        check.close()
+
+
+@pytest.mark.slow
+def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _free_port()
+    with _servers() as (acme, globex):
+        _configure_three(project, acme, globex, port)
+        code, document = _sync(project, capsys, "--parallel", "3")
+        assert code == 1
+        runs = document["accounts"]
+        assert list(runs) == ["acme", "globex", "initech"]
+        assert runs["acme"]["ok"] and runs["globex"]["ok"]
+        assert not runs["initech"]["ok"] and runs["initech"]["exit_code"] != 0
+        assert "initech" in document["error"]
+        assert runs["initech"]["error"], runs["initech"]
+        # each healthy account landed exactly its own server's data, in its own dataset
+        _truth(project, acme, "acme")
+        _truth(project, globex, "globex")
+        # the progress of each account is relayed, named; no key of one in another's lines
+        err = document["_stderr"]
+        assert "[acme] " in err and "[globex] " in err and "[initech] " in err
+        for line in err.splitlines():
+            for key in ("acme-key-1234", "globex-key-5678", "initech-key-9999"):
+                assert key not in line
+        first_requests = {name: runs[name]["requests"] for name in ("acme", "globex")}
+
+        # the third account's server comes back; the rerun lands it, and the others make a
+        # normal sync (a fraction of their first run's requests)
+        with serve_in_thread(create_app("tiny", 3, api_key="initech-key-9999"), port=port) as back:
+            code, document = _sync(project, capsys)
+            assert code == 0, document["accounts"]
+            runs = document["accounts"]
+            assert all(run["ok"] for run in runs.values())
+            for name in ("acme", "globex"):
+                assert not runs[name]["result"]["full"]
+                assert runs[name]["requests"] < first_requests[name] / 2
+            _truth(project, back, "initech")
+            _truth(project, acme, "acme")
+    with duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True) as con:
+        schemas = {
+            row[0]
+            for row in con.execute("select schema_name from information_schema.schemata").fetchall()
+        }
+    assert {"feedback_acme", "feedback_globex", "feedback_initech"} <= schemas
+    assert "feedback" not in schemas
+
+
+@pytest.mark.slow
+def test_one_account_chosen_runs_in_this_process_with_a_readable_summary(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _free_port()
+    with _servers() as (acme, globex):
+        _configure_three(project, acme, globex, port)
+        code = main(
+            [
+                *("sync", "--no-models", "--pipelines-dir", str(project / "pipelines")),
+                *("--account", "globex", "--progress", "off"),
+            ]
+        )
+        out = capsys.readouterr().out
+        assert code == 0
+        assert "dataset feedback_globex" in out
+        _truth(project, globex, "globex")
+        with duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True) as con:
+            count = con.execute(
+                "select count(*) from information_schema.schemata "
+                "where schema_name like 'feedback_%' and schema_name not like '%staging'"
+            ).fetchone()
+        assert count == (1,)
+
+
+@pytest.mark.slow
+def test_the_text_summary_has_one_line_per_account(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = _free_port()
+    with _servers() as (acme, globex):
+        _configure_three(project, acme, globex, port)
+        code = main(
+            [
+                *("sync", "--no-models", "--pipelines-dir", str(project / "pipelines")),
+                *("--account", "acme", "--account", "initech", "--progress", "off"),
+            ]
+        )
+        out = capsys.readouterr().out
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("sync of 2 accounts into DuckDB")
+    assert lines[1].split()[:2] == ["acme", "ok"]
+    assert lines[2].split()[:2] == ["initech", "failed"]
+    assert lines[3].startswith("1 of 2 accounts synced in ")
+    assert "failed: initech" in lines[3]
