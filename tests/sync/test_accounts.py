@@ -246,45 +246,49 @@ def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
     assert "feedback" not in schemas
 
 
+@pytest.fixture
+def three(project: Path) -> Iterator[tuple[RunningSandbox, RunningSandbox]]:
+    """Three accounts configured: acme and globex served, initech's server down."""
+    with _servers() as (acme, globex):
+        _configure_three(project, acme, globex, _free_port())
+        yield acme, globex
+
+
+def _text_sync(
+    project: Path, capsys: pytest.CaptureFixture[str], *accounts: str
+) -> tuple[int, str]:
+    """A sync of ``accounts`` as a person runs it: its exit code and its text."""
+    picked = [arg for name in accounts for arg in ("--account", name)]
+    code = main(
+        [
+            *("sync", "--no-models", "--pipelines-dir", str(project / "pipelines")),
+            *(*picked, "--progress", "off"),
+        ]
+    )
+    return code, capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_one_account_chosen_runs_in_this_process_with_a_readable_summary(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, three: tuple[RunningSandbox, RunningSandbox], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    port = _free_port()
-    with _servers() as (acme, globex):
-        _configure_three(project, acme, globex, port)
-        code = main(
-            [
-                *("sync", "--no-models", "--pipelines-dir", str(project / "pipelines")),
-                *("--account", "globex", "--progress", "off"),
-            ]
-        )
-        out = capsys.readouterr().out
-        assert code == 0
-        assert "dataset feedback_globex" in out
-        _truth(project, globex, "globex")
-        with duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True) as con:
-            count = con.execute(
-                "select count(*) from information_schema.schemata "
-                "where schema_name like 'feedback_%' and schema_name not like '%staging'"
-            ).fetchone()
-        assert count == (1,)
+    code, out = _text_sync(project, capsys, "globex")
+    assert code == 0
+    assert "dataset feedback_globex" in out
+    _truth(project, three[1], "globex")
+    with duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True) as con:
+        count = con.execute(
+            "select count(*) from information_schema.schemata "
+            "where schema_name like 'feedback_%' and schema_name not like '%staging'"
+        ).fetchone()
+    assert count == (1,)
 
 
 @pytest.mark.slow
 def test_the_text_summary_has_one_line_per_account(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, three: tuple[RunningSandbox, RunningSandbox], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    port = _free_port()
-    with _servers() as (acme, globex):
-        _configure_three(project, acme, globex, port)
-        code = main(
-            [
-                *("sync", "--no-models", "--pipelines-dir", str(project / "pipelines")),
-                *("--account", "acme", "--account", "initech", "--progress", "off"),
-            ]
-        )
-        out = capsys.readouterr().out
+    code, out = _text_sync(project, capsys, "acme", "initech")
     assert code == 1
     lines = out.strip().splitlines()
     assert lines[0].startswith("sync of 2 accounts into DuckDB")
