@@ -296,3 +296,19 @@ def test_the_text_summary_has_one_line_per_account(
     assert lines[2].split()[:2] == ["initech", "failed"]
     assert lines[3].startswith("1 of 2 accounts synced in ")
     assert "failed: initech" in lines[3]
+
+
+def test_each_account_has_its_own_dataset_identity_and_parquet_folder(tmp_path: Path) -> None:
+    from feedback_sync.warehouse.target import make_target
+
+    duck = make_target("duckdb", duckdb_path=tmp_path / "w.duckdb")
+    acme, globex = duck.for_account("acme"), duck.for_account("globex")
+    assert (acme.dataset, globex.dataset) == ("feedback_acme", "feedback_globex")
+    assert acme.writer_file() == globex.writer_file() == tmp_path / "w.duckdb"
+    assert len({duck.identity(), acme.identity(), globex.identity()}) == 3
+    parquet = make_target("parquet", parquet_dir=tmp_path / "pq").for_account("acme")
+    assert parquet.dataset == "feedback_acme"
+    assert parquet.parquet_dir == tmp_path / "pq" / "acme"  # type: ignore[attr-defined]
+    assert (
+        parquet.writer_file() != make_target("parquet", parquet_dir=tmp_path / "pq").writer_file()
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 
 from feedback_sync.warehouse.target import DESTINATIONS, OTHER, Target
 
@@ -25,14 +26,19 @@ def _classes() -> tuple[type[Target], ...]:
     return tuple(found)
 
 
+def _first(said: Callable[[type[Target]], str | None]) -> str | None:
+    """The first thing a destination's class says, in ``DESTINATIONS``' order."""
+    for chosen in _classes():
+        line = said(chosen)
+        if line is not None:
+            return line
+    return None
+
+
 def held_elsewhere(error: BaseException) -> str | None:
     """The line of a destination whose warehouse another process holds (DuckDB's file
     lock); None otherwise."""
-    for chosen in _classes():
-        said = chosen.held_elsewhere(error)
-        if said is not None:
-            return said
-    return None
+    return _first(lambda chosen: chosen.held_elsewhere(error))
 
 
 def failed_to_connect(error: BaseException) -> bool:
@@ -45,11 +51,7 @@ def failed_to_connect(error: BaseException) -> bool:
 
 def out_of_memory(error: BaseException) -> str | None:
     """The line of a destination out of the memory it may use; None otherwise."""
-    for chosen in _classes():
-        said = chosen.out_of_memory(error)
-        if said is not None:
-            return said
-    return None
+    return _first(lambda chosen: chosen.out_of_memory(error))
 
 
 def interrupted_statement(error: BaseException) -> bool:

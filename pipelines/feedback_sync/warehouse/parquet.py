@@ -46,11 +46,9 @@ class Parquet(DuckDb):
         ``parquet_dir`` (``data/parquet/acme/ideas.parquet``)."""
         import dataclasses
 
-        from feedback_sync.api.accounts import dataset_of
-
-        return dataclasses.replace(
-            self, dataset=dataset_of(self.dataset, account), parquet_dir=self.parquet_dir / account
-        )
+        chosen = super().for_account(account)
+        assert isinstance(chosen, Parquet)
+        return dataclasses.replace(chosen, parquet_dir=self.parquet_dir / account)
 
     def check_writable(self) -> str:
         from feedback_sync.warehouse.target import probe_folder
