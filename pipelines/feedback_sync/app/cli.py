@@ -258,7 +258,8 @@ def _accounts(args: argparse.Namespace) -> tuple[str, ...]:
     from feedback_sync.errors import ConfigError
 
     try:
-        return chosen_accounts(configured_accounts(settings_files()), args.account)
+        asked = getattr(args, "account", None)  # a command without --account: all of them
+        return chosen_accounts(configured_accounts(settings_files()), asked)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -304,7 +305,13 @@ def _run_sync(args: argparse.Namespace) -> int:
 
         return sync_accounts(args, target, accounts)
     account = accounts[0] if accounts else None
+    models_over = None
     if account is not None:
+        from feedback_sync.models.accounts import ModelsScope
+
+        # the models are over every account configured, this one synced now
+        configured = _accounts(argparse.Namespace())
+        models_over = ModelsScope(target, configured)
         target = target.for_account(account)
     started = process.started()
     # A first line before the imports (dlt's take half a second or more, and the settings
@@ -331,8 +338,8 @@ def _run_sync(args: argparse.Namespace) -> int:
             resources=resources,
             progress_every=args.progress_every,
             progress=args.progress,
-            # the models of several accounts are not built yet (sync_accounts.NO_MODELS)
-            models=not args.no_models and account is None,
+            models=not args.no_models,
+            models_over=models_over,
             sql_folder=args.sql_dir,
             lock_wait=lock_wait,
             started=started,
@@ -348,10 +355,6 @@ def _run_sync(args: argparse.Namespace) -> int:
         print_json(sync_document(result, code))
     else:
         print(result.summary())
-        if account is not None and not args.no_models:
-            from feedback_sync.app.sync_accounts import NO_MODELS
-
-            print(NO_MODELS)
     if failure is not None:
         print(f"feedback-sync sync: error: {failure}", file=sys.stderr)
     return code
@@ -389,7 +392,8 @@ def _run_models(args: argparse.Namespace) -> int:
         if args.list:
             print(describe(project))
             return 0
-        result = apply(_target(args), project, lock_wait=_wait(args))
+        # with accounts configured, over every one of them (models/accounts.py)
+        result = apply(_target(args), project, lock_wait=_wait(args), accounts=_accounts(args))
     except ModelError as exc:
         print(f"feedback-sync models: error: {exc}", file=sys.stderr)
         return 1
@@ -448,6 +452,7 @@ def _report_parser(sub: Any) -> None:
         "[report] currency in .dlt/config.toml (REPORT__CURRENCY), else the page says "
         '"the account\'s currency"',
     )
+    _account_argument(p)
     _target_arguments(p)
     p.set_defaults(run=_run_report)
 
@@ -459,7 +464,9 @@ def _run_report(args: argparse.Namespace) -> int:
 
     currency = currency_setting(args.currency)  # a malformed one: one line, exit 2
     try:
-        report = write(_target(args), Path(args.output), currency=currency)
+        # with accounts configured, a board per account (all, or those of --account)
+        accounts = _accounts(args)
+        report = write(_target(args), Path(args.output), currency=currency, accounts=accounts)
     except ModelError as exc:
         print(f"feedback-sync report: error: {exc}", file=sys.stderr)
         return 1

@@ -29,6 +29,7 @@ from feedback_sync import __version__
 if TYPE_CHECKING:
     from feedback_sync.app.check import CheckResult
     from feedback_sync.app.sync import SyncResult
+    from feedback_sync.models.project import BuildResult
     from feedback_sync.push.run import PushResult
     from feedback_sync.warehouse.target import Committed, Target
 
@@ -82,7 +83,6 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
     from feedback_sync.source.screening import REJECTED_TABLE
 
     document = envelope("sync", exit_code, result.models_error or result.history_error)
-    models = result.models
     document.update(
         {
             "target": result.target,
@@ -106,18 +106,25 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
             "ideas_endpoint": result.ideas_endpoint,
             "skipped_ideas": dict(result.skipped),
             "parquet_files_written": len(result.exported),
-            "models": None
-            if models is None
-            else {
-                "built": list(models.built),
-                "mart_rows": dict(models.mart_rows),
-                "reused_from": models.reused_from,
-                "missing_sources": list(models.missing_sources),
-                "tests": models.tests_per_mart(),
-            },
+            "models": models_document(result.models),
         }
     )
     return document
+
+
+def models_document(models: BuildResult | None) -> dict[str, Any] | None:
+    """What a models build made, for ``--json`` (None: not built)."""
+    if models is None:
+        return None
+    return {
+        "built": list(models.built),
+        "mart_rows": dict(models.mart_rows),
+        "reused_from": models.reused_from,
+        "missing_sources": list(models.missing_sources),
+        "tests": models.tests_per_mart(),
+        "accounts": list(models.accounts),
+        "unsynced_accounts": list(models.unsynced),
+    }
 
 
 def _table_change(result: SyncResult, table: str) -> dict[str, int]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import httpx
 from dlt.pipeline.pipeline import Pipeline
@@ -51,6 +51,9 @@ from feedback_sync.warehouse.appends import owe, settle, warehouse_tables
 from feedback_sync.warehouse.journal import Journal, Owed
 from feedback_sync.warehouse.packages import add
 from feedback_sync.warehouse.target import KeptOpen, Target, keep_loaded_packages
+
+if TYPE_CHECKING:
+    from feedback_sync.models.accounts import ModelsScope
 
 __all__ = ["SyncOptions", "SyncResult", "TableChange", "run_sync"]
 
@@ -79,6 +82,9 @@ class SyncOptions:
     # configured or shipped folder) after the load
     models: bool = True
     sql_folder: str | Path | None = None
+    # with accounts configured: the models are built over every one of them
+    # (``models/accounts.py``), in the warehouse the accounts share
+    models_over: ModelsScope | None = None
     # seconds to wait for another run of the same warehouse (0: fail at once)
     lock_wait: float = 0.0
     # when the run began (``time.perf_counter``), if before the call: the command line
@@ -396,8 +402,12 @@ class _Sync:
             from feedback_sync.models.project import apply as apply_models
             from feedback_sync.models.project import load_project
 
+            scope = self.options.models_over
+            target, accounts = (self.target, ()) if scope is None else scope
             try:
-                self.result.models = apply_models(self.target, load_project(root), reuse=True)
+                self.result.models = apply_models(
+                    target, load_project(root), reuse=True, accounts=accounts
+                )
             except ModelError as exc:
                 self.result.models_error = str(exc)
 
