@@ -165,7 +165,7 @@ def _check_parser(sub: Any) -> None:
         "the warehouse can be written (a file or object probe, removed again; a server "
         "connected to), and read the SQL folder and the push targets. One line per check "
         "with what to fix. Loads nothing. With accounts configured, each account's settings, "
-        "key and server are checked on lines of its own (api [acme]). Exit codes: 0 every "
+        "key and server are checked on lines of their own, which name it. Exit codes: 0 every "
         "check passed, 1 a check failed, 2 the configuration is malformed.",
     )
     _target_arguments(p)
