@@ -21,8 +21,8 @@ from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.models.test_models import PROJECT, _same, _utc
 from tests.models.truth import Truth
-from tests.sync.test_accounts import _configure_three, _free_port, _servers, project
-from tests.sync.test_accounts import _write as write_settings
+from tests.sync.accounts import configure_three, free_port, servers, write_settings
+from tests.sync.conftest import project
 
 __all__ = ["project"]  # the fixture, shared with the accounts' sync tests
 
@@ -65,7 +65,7 @@ def _sync(project: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tup
 def test_the_marts_over_accounts_hold_each_accounts_own_truth(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with _servers() as (acme, globex):
+    with servers() as (acme, globex):
         write_settings(
             project,
             f'[sources.feedback.accounts.acme]\nbase_url = "{acme.base_url}"\n'
@@ -180,8 +180,8 @@ def _dump(server: RunningSandbox) -> dict[str, Any]:
 def test_one_account_synced_builds_the_models_over_those_synced_and_names_the_rest(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with _servers() as (acme, globex):
-        _configure_three(project, acme, globex, _free_port())
+    with servers() as (acme, globex):
+        configure_three(project, acme, globex, free_port())
         code = main(["sync", "--account", "acme", "--pipelines-dir", str(project / "pipelines")])
         out = capsys.readouterr().out
         assert code == 0, out

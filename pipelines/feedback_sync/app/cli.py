@@ -164,10 +164,12 @@ def _check_parser(sub: Any) -> None:
         description="Check the settings, make one authenticated request to the API, confirm "
         "the warehouse can be written (a file or object probe, removed again; a server "
         "connected to), and read the SQL folder and the push targets. One line per check "
-        "with what to fix. Loads nothing. Exit codes: 0 every check passed, 1 a check "
-        "failed, 2 the configuration is malformed.",
+        "with what to fix. Loads nothing. With accounts configured, each account's settings, "
+        "key and server are checked on lines of their own, which name it. Exit codes: 0 every "
+        "check passed, 1 a check failed, 2 the configuration is malformed.",
     )
     _target_arguments(p)
+    _account_argument(p)
     _sql_dir_argument(p)
     _json_argument(p)
     p.set_defaults(run=_run_check)
@@ -175,10 +177,11 @@ def _check_parser(sub: Any) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     target = _target(args)
+    accounts = _accounts(args)
     with heavy_imports():
         from feedback_sync.app.check import run_check
 
-    result = run_check(target, sql_folder=args.sql_dir)
+    result = run_check(target, sql_folder=args.sql_dir, accounts=accounts)
     if args.json:
         from feedback_sync.app.documents import check_document
 
@@ -406,9 +409,11 @@ def _status_parser(sub: Any) -> None:
         "status",
         help="saved state per resource and row counts per table",
         description="Show the state the last successful sync saved (cursors, windows, "
-        "ideas tracked) and the rows per table in the warehouse.",
+        "ideas tracked) and the rows per table in the warehouse. With accounts configured, "
+        "each account's, one after another, under a line naming it.",
     )
     _target_arguments(p)
+    _account_argument(p)
     _json_argument(p)
     p.set_defaults(run=_run_status)
 
@@ -417,19 +422,25 @@ def _run_status(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
     with heavy_imports():
-        from feedback_sync.app.status import render
+        from feedback_sync.app.status import read_accounts, render, render_accounts
 
     target = _target(args)
+    accounts = _accounts(args)
     try:
-        committed = target.committed()
+        if accounts:
+            statuses = read_accounts(target, accounts)
+        else:
+            committed = target.committed()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        from feedback_sync.app.documents import status_document
+        from feedback_sync.app.documents import status_accounts_document, status_document
 
-        print_json(status_document(target, committed))
+        print_json(
+            status_accounts_document(statuses) if accounts else status_document(target, committed)
+        )
     else:
-        print(render(target, committed))
+        print(render_accounts(statuses) if accounts else render(target, committed))
     return 0
 
 
