@@ -41,7 +41,7 @@ def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
     return [d[0] for d in con.execute(f"select * from {relation} limit 0").description]
 
 
-def _rows_of(con: duckdb.DuckDBPyConnection, mart: str, account: str) -> dict[Any, dict]:
+def _rows_of(con: Any, mart: str, account: str) -> dict[Any, dict]:
     """One account's rows of a union mart, keyed by the mart's key, without ``account``."""
     model = PROJECT.model(mart)
     cursor = con.execute(f'select * from marts."{mart}" where account = ?', [account])
@@ -53,6 +53,31 @@ def _rows_of(con: duckdb.DuckDBPyConnection, mart: str, account: str) -> dict[An
         key = tuple(row.pop(k) for k in model.key)
         out[key[0] if len(key) == 1 else key] = row
     return out
+
+
+def assert_each_accounts_marts_are_its_truth(con: Any, dumps: dict[str, dict[str, Any]]) -> None:
+    """Each account's rows of the union views and marts equal what its own server's data
+    gives, computed in Python (``tests/models/truth.py``); ``con``: DuckDB's or a
+    ``PostgresReader``."""
+    for account, dump in dumps.items():
+        # the staging rows: each account's own
+        ideas = con.execute(
+            "select count(*) from staging.ideas where account = ?", [account]
+        ).fetchall()
+        assert ideas == [(len(dump["ideas"]),)]
+        truth = Truth(dump)
+        for model in PROJECT.models:
+            if model.layer != "marts" or model.name in HISTORY_MARTS:
+                continue
+            expected = getattr(truth, model.name)()
+            actual = _rows_of(con, model.name, account)
+            assert set(actual) == set(expected), (account, model.name)
+            for key, row in expected.items():
+                for column, value in row.items():
+                    assert _same(value, actual[key][column]), (
+                        f"{account}: {model.name}[{key}].{column}: expected {value!r}, "
+                        f"got {actual[key][column]!r}"
+                    )
 
 
 def _sync(project: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
@@ -80,7 +105,7 @@ def test_the_marts_over_accounts_hold_each_accounts_own_truth(
         # each account's data tests ran on its own marts
         failed = [name for mart in models["tests"].values() for name in mart["failed"]]
         assert failed == []
-        dumps = {"acme": _dump(acme), "globex": _dump(globex)}
+        dumps = {"acme": dump_of(acme), "globex": dump_of(globex)}
     con = duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True)
     try:
         staging = [m.name for m in PROJECT.models if m.layer == "staging"]
@@ -91,25 +116,7 @@ def test_the_marts_over_accounts_hold_each_accounts_own_truth(
                 assert union[0] == "account", f"{schema}.{name}"
                 # and then the columns of one account's own, in their order
                 assert union[1:] == _columns(con, f'{schema}_acme."{name}"')
-        for account, dump in dumps.items():
-            # the staging rows: each account's own
-            ideas = con.execute(
-                "select count(*) from staging.ideas where account = ?", [account]
-            ).fetchone()
-            assert ideas == (len(dump["ideas"]),)
-            truth = Truth(dump)
-            for model in PROJECT.models:
-                if model.layer != "marts" or model.name in HISTORY_MARTS:
-                    continue
-                expected = getattr(truth, model.name)()
-                actual = _rows_of(con, model.name, account)
-                assert set(actual) == set(expected), (account, model.name)
-                for key, row in expected.items():
-                    for column, value in row.items():
-                        assert _same(value, actual[key][column]), (
-                            f"{account}: {model.name}[{key}].{column}: expected {value!r}, "
-                            f"got {actual[key][column]!r}"
-                        )
+        assert_each_accounts_marts_are_its_truth(con, dumps)
         # the two servers' data differ: the accounts' rows are not each other's
         spend = dict(
             con.execute(
@@ -168,7 +175,7 @@ def _check_dashboard(
     assert "show-acme" not in page and "Accounts shown: globex ·" in page
 
 
-def _dump(server: RunningSandbox) -> dict[str, Any]:
+def dump_of(server: RunningSandbox) -> dict[str, Any]:
     import httpx
 
     response = httpx.get(f"{server.root_url}/_sandbox/dump", timeout=30)
@@ -194,6 +201,35 @@ def test_one_account_synced_builds_the_models_over_those_synced_and_names_the_re
     with duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True) as con:
         accounts = con.execute("select distinct account from marts.idea_engagement").fetchall()
     assert accounts == [("acme",)]
+
+
+@pytest.mark.slow
+def test_parquet_accounts_have_their_folders_and_the_marts_files_hold_every_account(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with servers() as (acme, globex):
+        write_settings(
+            project,
+            f'[sources.feedback.accounts.acme]\nbase_url = "{acme.base_url}"\n'
+            f'[sources.feedback.accounts.globex]\nbase_url = "{globex.base_url}"\n',
+            f'[sources.feedback.accounts.acme]\napi_key = "{acme.api_key}"\n'
+            f'[sources.feedback.accounts.globex]\napi_key = "{globex.api_key}"\n',
+        )
+        code, document = _sync(project, capsys, "--destination", "parquet")
+        assert code == 0, document["error"]
+        assert document["models"]["accounts"] == ["acme", "globex"]
+        dumps = {"acme": dump_of(acme), "globex": dump_of(globex)}
+    folder = project / "data" / "parquet"
+    assert (folder / "acme" / "ideas.parquet").is_file()
+    assert (folder / "globex" / "ideas.parquet").is_file()
+    with duckdb.connect(str(folder / "models.duckdb"), read_only=True) as con:
+        assert_each_accounts_marts_are_its_truth(con, dumps)
+    # the marts written as files hold every account's rows, account first
+    marts = duckdb.sql(
+        f"select account, count(*) from read_parquet('{folder}/marts/idea_engagement.parquet') "
+        "group by 1 order by 1"
+    ).fetchall()
+    assert marts == [(name, len(dump["ideas"])) for name, dump in dumps.items()]
 
 
 def test_no_account_synced_is_one_line(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
