@@ -173,6 +173,7 @@ def _check_dashboard(
     page = out.read_text(encoding="utf-8")
     assert list(_boards(page)) == ["globex"]
     assert "show-acme" not in page and "Accounts shown: globex ·" in page
+    assert 'name="account"' not in page  # no filter with one account to show
 
 
 def dump_of(server: RunningSandbox) -> dict[str, Any]:

@@ -82,7 +82,7 @@ def draw_accounts(
         header=(
             f'<header>\n<h1>Feedback dashboard</h1>\n<p class="meta">'
             f"{html.escape(f'{line} · {_unit(currency)}')}</p>\n"
-            f'<form class="accounts">Show: {" ".join(radios)}</form>\n</header>'
+            f"{_filter(radios)}</header>"
         ),
         body="\n".join(parts),
         generated=html.escape(moment(datetime.now(UTC))),
@@ -90,6 +90,13 @@ def draw_accounts(
         schemas=f"schemas {', '.join(f'marts_{b.account}' for b in boards)}",
     )
     return page, charts
+
+
+def _filter(radios: list[str]) -> str:
+    """The accounts filter, where there is more than one account to choose from."""
+    if len(radios) <= 2:
+        return ""
+    return f'<form class="accounts">Show: {" ".join(radios)}</form>\n'
 
 
 def _board(board: Board, sections: list[str], currency: str | None) -> str:
