@@ -204,9 +204,10 @@ def test_one_account_synced_builds_the_models_over_those_synced_and_names_the_re
     assert accounts == [("acme",)]
 
 
+@pytest.mark.parametrize("destination", ["parquet", "delta"])
 @pytest.mark.slow
-def test_parquet_accounts_have_their_folders_and_the_marts_files_hold_every_account(
-    project: Path, capsys: pytest.CaptureFixture[str]
+def test_parquet_and_delta_accounts_have_the_models_over_every_account(
+    project: Path, capsys: pytest.CaptureFixture[str], destination: str
 ) -> None:
     with servers() as (acme, globex):
         write_settings(
@@ -216,15 +217,17 @@ def test_parquet_accounts_have_their_folders_and_the_marts_files_hold_every_acco
             f'[sources.feedback.accounts.acme]\napi_key = "{acme.api_key}"\n'
             f'[sources.feedback.accounts.globex]\napi_key = "{globex.api_key}"\n',
         )
-        code, document = _sync(project, capsys, "--destination", "parquet")
+        code, document = _sync(project, capsys, "--destination", destination)
         assert code == 0, document["error"]
         assert document["models"]["accounts"] == ["acme", "globex"]
         dumps = {"acme": dump_of(acme), "globex": dump_of(globex)}
-    folder = project / "data" / "parquet"
-    assert (folder / "acme" / "ideas.parquet").is_file()
-    assert (folder / "globex" / "ideas.parquet").is_file()
+    folder = project / "data" / destination
     with duckdb.connect(str(folder / "models.duckdb"), read_only=True) as con:
         assert_each_accounts_marts_are_its_truth(con, dumps)
+    if destination == "delta":
+        return
+    assert (folder / "acme" / "ideas.parquet").is_file()
+    assert (folder / "globex" / "ideas.parquet").is_file()
     # the marts written as files hold every account's rows, account first
     marts = duckdb.sql(
         f"select account, count(*) from read_parquet('{folder}/marts/idea_engagement.parquet') "
