@@ -330,13 +330,9 @@ def feedback_sync(
     with ExitStack() as held:
         _take_slot(held, target, mode, limit)
         logger.info("holding the writer slot %r", limit)
-        state = sync.with_options(retries=retries, retry_delay_seconds=delays)(
-            target,
-            mode == "full",
-            list(selected) if selected else None,
-            account,
-            return_state=True,
-        )
+        syncing = sync.with_options(retries=retries, retry_delay_seconds=delays)
+        chosen = list(selected) if selected else None
+        state = syncing(target, mode == "full", chosen, account, return_state=True)
         result = _synced(state, target, mode)
         made = _build_models(target, run_models, account)
         found: list[Check] | None = None
