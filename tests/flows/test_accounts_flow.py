@@ -193,7 +193,7 @@ def test_one_account_lands_in_its_dataset_with_its_own_block_key(
     acme = warehouse.for_account("acme")
     (report,) = prefect_server.artifacts(lineage.artifact_key(acme, "report"))
     assert "dataset feedback_acme" in report["data"]
-    assert "the staging views and marts over every account are not built yet" in report["data"]
+    assert "the Prefect flows do not build the staging views and marts" in report["data"]
     assert SECRET_KEY not in prefect_server.everything()
 
 

@@ -19,8 +19,8 @@ FANOUT = "feedback-sync-accounts"
 # (each with an ``account`` column) are the next step of this feature; the fan-out's
 # ``models_over_accounts`` is where they will be built, once, after every account's run
 MODELS_NOT_BUILT = (
-    "with accounts configured, the staging views and marts over every account are not "
-    "built yet (each account's own tables are loaded)"
+    "with accounts configured, the Prefect flows do not build the staging views and marts "
+    "over every account yet (each account's own tables are loaded)"
 )
 
 _HOW = f"one table per account under [{SECTION}.{TABLE}], or {ACCOUNT_LIST.env('account_names')}"
