@@ -193,7 +193,7 @@ def test_one_account_lands_in_its_dataset_with_its_own_block_key(
     acme = warehouse.for_account("acme")
     (report,) = prefect_server.artifacts(lineage.artifact_key(acme, "report"))
     assert "dataset feedback_acme" in report["data"]
-    assert "the Prefect flows do not build the staging views and marts" in report["data"]
+    assert "the staging views and marts over every account to the flow" in report["data"]
     assert SECRET_KEY not in prefect_server.everything()
 
 
@@ -274,9 +274,11 @@ def test_the_fanout_names_every_missing_writer_limit(
     assert state.is_failed()
     message = _one_line(state)
     assert re.search(
-        r"no global concurrency limit named 'feedback-sync-postgres-feedback-acme', "
+        r"no global concurrency limit named 'feedback-sync-postgres-feedback', "
+        r"'feedback-sync-postgres-feedback-acme', "
         r"'feedback-sync-postgres-feedback-globex' on the Prefect server .*; create each "
-        r"once with: prefect gcl create feedback-sync-postgres-feedback-acme --limit 1; "
+        r"once with: prefect gcl create feedback-sync-postgres-feedback --limit 1; "
+        r"prefect gcl create feedback-sync-postgres-feedback-acme --limit 1; "
         r"prefect gcl create feedback-sync-postgres-feedback-globex --limit 1$",
         message,
     ), message

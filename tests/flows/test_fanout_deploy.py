@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from feedback_sync.flows.lineage import artifact_key
 from feedback_sync.sandbox.app import create_app
@@ -163,6 +164,10 @@ def _run_it(
     assert "| COMPLETED |" in lines["acme"] and "| COMPLETED |" in lines["globex"]
     assert "| FAILED |" in lines["initech"] and "the sync failed: " in lines["initech"]
     assert "2 of 3 accounts completed; failed: initech" in report
+    # the models over the accounts that completed, built once by the fan-out
+    assert "Models over every account: built " in report
+    assert "over 2 accounts (acme, globex)" in report
+    assert "never synced: 1 account (initech)" in report
 
     # initech's server comes back on its address; the rerun lands it
     server = create_app("tiny", 3, api_key=DOWN_KEY)
@@ -176,6 +181,10 @@ def _run_it(
         _truth(tmp, servers[name], name)
     report = api.artifacts(artifact_key(warehouse, "accounts"))[0]["data"]
     assert "3 of 3 accounts completed." in report
+    assert "over 3 accounts (acme, globex, initech)" in report
+    with duckdb.connect(str(tmp / "data" / "warehouse.duckdb"), read_only=True) as con:
+        shown = con.execute("select distinct account from marts.idea_engagement order by 1")
+        assert shown.fetchall() == [("acme",), ("globex",), ("initech",)]
 
     # the one-account push is not triggered by the fan-out's runs
     push = api.get("deployments/name/feedback-push/after-incremental")["id"]

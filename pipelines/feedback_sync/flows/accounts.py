@@ -15,12 +15,11 @@ from feedback_sync.errors import ConfigError
 # the fan-out flow's name (fanout.py)
 FANOUT = "feedback-sync-accounts"
 
-# what a run with accounts does not do yet: the staging views and marts over every account
-# (each with an ``account`` column) are the next step of this feature; the fan-out's
-# ``models_over_accounts`` is where they will be built, once, after every account's run
+# why a run of one account builds no models: the staging views and marts are over every
+# account, built once by the fan-out after its accounts' runs (``fanout.models_over_accounts``)
 MODELS_NOT_BUILT = (
-    "with accounts configured, the Prefect flows do not build the staging views and marts "
-    "over every account yet (each account's own tables are loaded)"
+    f"a run of one account leaves the staging views and marts over every account to the "
+    f"flow {FANOUT}, which builds them once after its accounts' runs"
 )
 
 _HOW = f"one table per account under [{SECTION}.{TABLE}], or {ACCOUNT_LIST.env('account_names')}"

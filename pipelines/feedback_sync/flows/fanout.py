@@ -15,8 +15,11 @@ One run:
 3. waits for every one: a failed account never stops the others;
 4. writes the keyed artifact ``...-accounts``: one line per account (state, rows,
    requests, time, and the error line of a failed one);
-5. would build the models over every account (``models_over_accounts``: not yet);
-6. fails, naming the failed accounts, when any failed.
+5. builds the staging views and marts over every account configured, once, holding the
+   warehouse's writer slot (``models_over_accounts``: the limit of the dataset the accounts'
+   datasets are named after, checked in step 1 with theirs), unless ``run_models`` is off
+   or no account completed;
+6. fails, naming the failed accounts (and a models build that failed), when any failed.
 
 Each account is retried on its own, inside its run: the sync flow retries its sync task
 after a failure that may pass (``[flows] sync_retries``), as for any run. The fan-out
@@ -37,10 +40,17 @@ from typing import TYPE_CHECKING, Any, Literal
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
-from feedback_sync.errors import AccountsFailed, ConfigError, WriterSlotMissing
+from feedback_sync.errors import (
+    AccountsFailed,
+    ConfigError,
+    ModelError,
+    WarehouseBusy,
+    WriterSlotMissing,
+)
 from feedback_sync.flows import lineage
-from feedback_sync.flows.accounts import MODELS_NOT_BUILT, fanout_accounts
+from feedback_sync.flows.accounts import configured, fanout_accounts
 from feedback_sync.flows.sync import flow_target, start_run
+from feedback_sync.flows.writer_slot import take_writer_slot
 from feedback_sync.source.resources import check_resources
 from feedback_sync.warehouse.target import Target
 
@@ -84,8 +94,10 @@ def feedback_sync_accounts(
     parquet_dir: str = "data/parquet",
     delta_dir: str = "data/delta",
     pipelines_dir: str | None = None,
+    run_models: bool = True,
 ) -> dict[str, Any]:
-    """Sync every account, each by a run of the sync deployment, ``max_parallel`` at once.
+    """Sync every account, each by a run of the sync deployment, ``max_parallel`` at once,
+    then build the models over every account.
 
     Args:
         accounts: only these accounts (default: every account configured).
@@ -101,6 +113,7 @@ def feedback_sync_accounts(
         parquet_dir: the Parquet target's folder (each account in a folder of its own).
         delta_dir: the Delta target's folder.
         pipelines_dir: where each warehouse's dlt working folder goes.
+        run_models: build the staging views and marts over every account after the runs.
     """
     start_run()
     chosen = fanout_accounts(accounts)
@@ -108,7 +121,8 @@ def feedback_sync_accounts(
     check_resources(resources)
     target = flow_target(destination, dataset, parquet_dir, delta_dir, pipelines_dir)
     limits = {account: lineage.concurrency_limit(target.for_account(account)) for account in chosen}
-    _check_ready(sync_deployment, set(limits.values()))
+    models_limit = lineage.concurrency_limit(target) if run_models else None
+    _check_ready(sync_deployment, {*limits.values(), *([models_limit] if models_limit else [])})
     passed = {
         "mode": mode,
         "resources": resources,
@@ -120,7 +134,9 @@ def feedback_sync_accounts(
     }
     runs = _run_accounts(sync_deployment, limits, passed, max_parallel)
     outcomes = _outcomes(chosen, runs)
-    models = models_over_accounts(target, outcomes)
+    models, models_error = "not built: run_models is off", None
+    if models_limit is not None:
+        models, models_error = models_over_accounts(target, outcomes, models_limit)
     create_markdown_artifact(
         report_markdown(outcomes, target, f"{mode} run through `{sync_deployment}`", models),
         key=lineage.artifact_key(target, "accounts"),
@@ -131,7 +147,10 @@ def feedback_sync_accounts(
         raise AccountsFailed(
             f"{len(failed)} of {len(outcomes)} accounts failed: "
             + "; ".join(f"{o.account} ({o.error})" for o in failed)
+            + (f"; and the models: {models_error}" if models_error else "")
         )
+    if models_error is not None:
+        raise ModelError(models_error)
     return {o.account: asdict(o) for o in outcomes}
 
 
@@ -177,7 +196,8 @@ def _check_ready(sync_deployment: str, limits: Collection[str]) -> None:
         commands = "; ".join(f"prefect gcl create {name} --limit 1" for name in missing)
         raise WriterSlotMissing(
             f"no global concurrency limit named {', '.join(map(repr, missing))} on the "
-            f"Prefect server (one writer per account's dataset); create each once with: "
+            "Prefect server (one writer per account's dataset, and one for the models over "
+            f"them); create each once with: "
             f"{commands}"
         )
 
@@ -307,12 +327,31 @@ def _run_row(client: SyncPrefectClient, run: FlowRun) -> dict[str, Any]:
     return {}
 
 
-def models_over_accounts(target: Target, outcomes: Sequence[AccountOutcome]) -> str:
-    """Where the staging views and marts over every account will be built, once, after
-    the accounts' runs (into ``target``, from the datasets of ``outcomes``' accounts); what
-    the report says of them. Not built yet: each account's run loads its tables only."""
-    del target, outcomes  # the seam: used once the models over accounts exist
-    return f"not built: {MODELS_NOT_BUILT}"
+def models_over_accounts(
+    target: Target, outcomes: Sequence[AccountOutcome], limit: str
+) -> tuple[str, str | None]:
+    """Builds the staging views and marts over every account configured
+    (``models/accounts.py``) into ``target``, once, after the accounts' runs, holding the
+    writer slot ``limit``; what the report says of them, and the error line of a build that
+    failed (None)."""
+    if not target.builds_models:
+        return f"not built: {target.describe()} keeps no models", None
+    if not any(o.ok for o in outcomes):
+        return "not built: no account completed", None
+    from contextlib import ExitStack
+
+    from feedback_sync.models.project import apply
+
+    logger = get_run_logger()
+    with ExitStack() as held:
+        take_writer_slot(held, limit)
+        try:
+            built = apply(target, reuse=True, accounts=configured())
+        except (ModelError, WarehouseBusy) as exc:
+            logger.error("the models over every account failed: %s", exc)
+            return f"failed: {exc}", str(exc)
+    logger.info(built.summary())
+    return built.summary().splitlines()[0].removeprefix("models: "), None
 
 
 def _cell(value: Any) -> str:
