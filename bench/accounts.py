@@ -7,9 +7,9 @@ accounts N, in every round:
 
 1. **the single runs**: each account synced alone, ``feedback-sync sync --account NAME
    --full --no-models --json`` in a fresh folder and warehouse with only that account
-   configured, one after another: their wall and CPU times summed, their peak memory the
-   largest of theirs (measured once per account and round, and summed over the first N
-   accounts for each N);
+   configured, one after another, each followed by a normal sync with nothing to do in
+   its warehouse: their wall and CPU times summed, their peak memory the largest of theirs
+   (measured once per account and round, and summed over the first N accounts for each N);
 2. **the whole run**, for each ``--parallel`` P: ``feedback-sync sync --parallel P --full
    --no-models --json`` with the N accounts configured, in a fresh folder and warehouse;
    then a normal sync with nothing to do in the same warehouse (``sync --parallel P``);
@@ -226,16 +226,19 @@ class Bench:
         return folder
 
     def singles(self, destination: str, names: Sequence[str], round_: int) -> None:
-        """Each account alone, one after another, each into a fresh warehouse."""
+        """Each account alone, one after another, each into a fresh warehouse: a full sync,
+        then a normal one."""
         for name in names:
             self.say(f"  {destination}, round {round_ + 1}: {name} alone ...")
             folder = self._folder(destination, f"r{round_}", f"single-{name}")
             with self.warehouses.fresh(destination) as (args, env):
-                argv = [*FEEDBACK_SYNC, *SYNC_ARGS, "--full", "--json", *args, "--account", name]
-                figures = self._measured(
-                    [name], argv, folder, child_env(**self.servers.env([name]), **env)
-                )
-            self._keep(destination, ("single", name), figures)
+                env = child_env(**self.servers.env([name]), **env)
+                sync = [*FEEDBACK_SYNC, *SYNC_ARGS, "--json", *args, "--account", name]
+                full = self._measured([name], [*sync, "--full"], folder, env)
+                self._keep(destination, ("single", name), full)
+                self.say("    then a normal sync, nothing to do ...")
+                normal = self._measured([name], sync, folder, env)
+                self._keep(destination, ("single normal", name), normal)
             shutil.rmtree(folder, ignore_errors=True)
 
     def whole(self, destination: str, count: int, parallel: Sequence[int], round_: int) -> None:
@@ -523,25 +526,37 @@ def _after_table(
     runs: dict[tuple[str, tuple[Any, ...]], list[Figures]], destination: str, options: Any
 ) -> list[str]:
     lines = [
-        "| accounts | run | at once | wall s | every round | CPU s | peak MB | requests |",
-        "|---:|---|---|---:|---|---:|---:|---:|",
+        "| accounts | run | at once | wall s | every round | CPU s | peak MB | requests "
+        "| wall / sum |",
+        "|---:|---|---|---:|---|---:|---:|---:|---:|",
     ]
     for count in options.accounts:
+        singles = [runs[(destination, ("single normal", name))] for name in account_names(count)]
+        sums = [summed(each) for each in zip(*singles, strict=True)]
+        total = Row(sums)
         parallel = distinct_parallel(count, options.parallel)
-        named: list[tuple[str, tuple[Any, ...], int]] = [
-            (f"normal sync, nothing to do, `--parallel {p}`", ("normal", count, p), p)
+        named: list[tuple[str, list[Figures], str]] = [
+            (f"sum of the {count} single normal sync{'s' if count > 1 else ''}", sums, "1")
+        ]
+        named += [
+            (
+                f"normal sync, nothing to do, `--parallel {p}`",
+                runs[(destination, ("normal", count, p))],
+                _at_once(runs[(destination, ("normal", count, p))], p),
+            )
             for p in parallel
         ]
-        named.append((f"`feedback-sync models` over {count}", ("models", count), 1))
-        for label, key, p in named:
-            rounds = runs[(destination, key)]
+        named.append(
+            (f"`feedback-sync models` over {count}", runs[(destination, ("models", count))], "-")
+        )
+        for label, rounds, at_once in named:
             row = Row(rounds)
             requests = sorted({sum(f.requests.values()) for f in rounds})
-            at_once = _at_once(rounds, p) if key[0] == "normal" else "-"
+            ratio = f"{row.wall_s / total.wall_s:.2f}" if label.startswith("normal") else ""
             lines.append(
                 f"| {count} | {label} | {at_once} | {row.wall_s:.1f} | {row.every()} | "
                 f"{row.cpu_s:.1f} | {_mb(row.peak_mb)} | "
-                f"{', '.join(f'{r:,}' for r in requests)} |"
+                f"{', '.join(f'{r:,}' for r in requests)} | {ratio} |"
             )
     return lines
 
@@ -607,10 +622,11 @@ def render(
             "",
             *_full_table(runs, destination, options),
             "",
-            "After the whole run's full sync: a normal sync of every account with nothing to "
-            "do (the first after the full one, which also reads each link type once to get "
-            "its cursor), and the SQL models over the N accounts (`feedback-sync models`, "
-            "once per N, after the first `--parallel`'s run).",
+            "After the full syncs: a normal sync with nothing to do (the first after the "
+            "full one, which also reads each link type once to get its cursor), of each "
+            "account alone (summed) and of the N accounts in one command, and the SQL models "
+            "over the N accounts (`feedback-sync models`, once per N, after the first "
+            "`--parallel`'s run).",
             "",
             *_after_table(runs, destination, options),
             "",
@@ -632,9 +648,10 @@ def _method(options: Any) -> list[str]:
         "the pace. The servers do share this machine's cores with the sync (their CPU time "
         "during each run is in the tables).",
         "the single runs: `feedback-sync sync --account NAME --full --no-models --json` in a "
-        "fresh folder and warehouse, only that account configured, one after another; "
-        "summed for each N over the first N accounts (wall and CPU times added, peak "
-        "memory the largest of theirs, requests and rows added)",
+        "fresh folder and warehouse, only that account configured, one after another, each "
+        "followed by a normal sync in its warehouse; summed for each N over the first N "
+        "accounts (wall and CPU times added, peak memory the largest of theirs, requests "
+        "and rows added)",
         "the whole run: `feedback-sync sync --parallel P --full --no-models --json` with the "
         "N accounts configured (`SOURCES__FEEDBACK__ACCOUNT_NAMES` and each account's "
         "variables), in a fresh folder and warehouse (a new PostgreSQL database per run); "

@@ -80,16 +80,23 @@ def test_the_accounts_bench_runs_at_tiny_and_both_sides_do_the_same_work(tmp_pat
     assert full[3][2] == "1" and full[3][12] in ("<= 1: met", "<= 1: **missed**")
     assert full[4][2] in ("2", "1 (asked 2)")  # what the sync did with one DuckDB file
 
-    after = _table(text, "After the whole run's full sync")
+    after = _table(text, "After the full syncs")
     assert [row[:2] for row in after] == [
+        ["1", "sum of the 1 single normal sync"],
         ["1", "normal sync, nothing to do, `--parallel 1`"],
         ["1", "`feedback-sync models` over 1"],
+        ["2", "sum of the 2 single normal syncs"],
         ["2", "normal sync, nothing to do, `--parallel 1`"],
         ["2", "normal sync, nothing to do, `--parallel 2`"],
         ["2", "`feedback-sync models` over 2"],
     ]
-    # a normal sync makes requests (fewer than the full one); the models make none
-    assert [int(row[7].replace(",", "")) > 0 for row in after] == [True, False, True, True, False]
+    # a normal sync makes the same requests alone as in one command; the models make none
+    requests = [row[7] for row in after]
+    assert requests[0] == requests[1] and requests[3] == requests[4] == requests[5]
+    assert int(requests[3].replace(",", "")) > int(requests[0].replace(",", "")) > 0
+    assert requests[2] == requests[6] == "0"
+    ratios = [row[8] for row in after]
+    assert [bool(r) for r in ratios] == [False, True, False, False, True, True, False]
     assert "## What limits the figures" in text
     assert "- **Start and exit of each account's process.**" in text
 
