@@ -2,8 +2,9 @@
 
 One ``feedback-sync sandbox`` process per account (account ``accNN``: seed NN and its own
 API key, so the accounts' data differ and a key sent to the wrong server is refused), all
-started and seeded before the first timed run. For each destination and each number of
-accounts N, in every round:
+started and seeded before the first timed run, and one sync into each destination made
+and left out (a warm-up). For each destination and each number of accounts N, in every
+round:
 
 1. **the single runs**: each account synced alone, ``feedback-sync sync --account NAME
    --full --no-models --json`` in a fresh folder and warehouse with only that account
@@ -241,6 +242,16 @@ class Bench:
                 self._keep(destination, ("single normal", name), normal)
             shutil.rmtree(folder, ignore_errors=True)
 
+    def warm_up(self, destination: str, name: str) -> None:
+        """One full sync of ``name``, not recorded: the first run of a destination reads
+        the libraries and the warehouse's code from disk, which no later run does."""
+        self.say(f"  {destination}: a warm-up sync of {name} (not recorded) ...")
+        folder = self._folder(destination, "warm-up")
+        with self.warehouses.fresh(destination) as (args, env):
+            argv = [*FEEDBACK_SYNC, *SYNC_ARGS, "--full", *args, "--account", name]
+            self._measured([name], argv, folder, child_env(**self.servers.env([name]), **env))
+        shutil.rmtree(folder, ignore_errors=True)
+
     def whole(self, destination: str, count: int, parallel: Sequence[int], round_: int) -> None:
         """The N accounts in one command at each ``--parallel``: a full sync, a normal one
         after it, and the models after the first."""
@@ -287,6 +298,8 @@ def run(options: argparse.Namespace, workdir: Path, say: Callable[[str], None]) 
         stack.callback(servers.stop)
         bench = Bench(servers, Warehouses(server), workdir, say)
         every = account_names(max(options.accounts))
+        for destination in options.destinations:
+            bench.warm_up(destination, every[0])
         for round_ in range(options.rounds):
             for destination in options.destinations:
                 # odd rounds the single runs first, even rounds the whole runs first: a drift
@@ -672,7 +685,8 @@ def _method(options: Any) -> list[str]:
         "difference where not",
         f"each figure is the median of {options.rounds} round(s) (the lower of the middle "
         "two for an even number); every round's wall time is beside it; odd rounds measure "
-        "the single runs first, even rounds the whole runs first",
+        "the single runs first, even rounds the whole runs first; before the first round, "
+        "one sync into each destination is made and left out (a warm-up)",
     ]
 
 
@@ -728,8 +742,9 @@ def _limits(runs: dict[tuple[str, tuple[Any, ...]], list[Figures]], options: Any
     lines += _start_and_exit(runs)
     lines.append(
         "- **Memory grows with the accounts at once.** Each account's process holds its own "
-        "account's data, DuckDB's buffers and its HTTP helper: the tree's peak is about the "
-        "single run's peak times the accounts at once (`peak / largest single`)."
+        "account's data and load (DuckDB's buffers, into DuckDB), with its HTTP helper "
+        "beside it: the tree's peak is about the single run's peak times the accounts at "
+        "once (`peak / largest single`)."
     )
     lines.append(
         "- **The servers run on the same cores.** A real service's servers are elsewhere, "
