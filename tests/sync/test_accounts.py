@@ -157,6 +157,8 @@ def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
         assert not runs["initech"]["ok"] and runs["initech"]["exit_code"] != 0
         assert "initech" in document["error"]
         assert runs["initech"]["error"], runs["initech"]
+        # the advice names the account's own variable, not the one-account project's
+        assert "(SOURCES__FEEDBACK__ACCOUNTS__INITECH__BASE_URL)" in runs["initech"]["error"]
         # each healthy account landed exactly its own server's data, in its own dataset
         _truth(project, acme, "acme")
         _truth(project, globex, "globex")

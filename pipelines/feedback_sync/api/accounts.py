@@ -103,7 +103,7 @@ def load_account_settings(name: str, api_key: str | None = None) -> FeedbackSett
     raw = resolve_raw(account)
     if api_key is not None:
         raw["api_key"] = api_key
-    return FeedbackSettings(**account.check(raw))
+    return FeedbackSettings(**account.check(raw), section_path=account.path)
 
 
 def shared_problems() -> list[str]:

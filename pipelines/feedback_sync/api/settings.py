@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -237,6 +237,15 @@ class FeedbackSettings:
         note="keep announcements_history (unset: off)",
         example=True,
     )
+
+    # where these settings were read (not a setting): ``[sources.feedback]``, or an
+    # account's table (``api/accounts.py``), whose variables a message names
+    section_path: str = field(default=SECTION, repr=False)
+
+    def variable(self, name: str) -> str:
+        """The environment variable that sets ``name`` where these settings were read
+        (``SOURCES__FEEDBACK__ACCOUNTS__ACME__BASE_URL`` for account acme's)."""
+        return Section(self.section_path, FeedbackSettings).env(name)
 
     def history_choices(self) -> dict[str, bool | None]:
         """Each history setting's choice, by entity (None: not set)."""

@@ -223,7 +223,7 @@ def _api(settings: Any, account: str | None) -> tuple[None, str]:
         try:
             client.get_json(PROBE_PATH, {"limit": 1}, resource="check")
         except Unreachable as exc:  # its words name the address and what to check
-            raise _Failed(_for_account(exc.detail, account)) from None
+            raise _Failed(exc.detail) from None
         except NotFound:
             raise _Failed(
                 f"{settings.base_url}/{PROBE_PATH} answered 404: the address is not the "
@@ -238,17 +238,6 @@ def _api(settings: Any, account: str | None) -> tuple[None, str]:
             raise _Failed(SCRUBBER.scrub(str(exc))) from None
     seconds = time.perf_counter() - started
     return None, f"GET /{PROBE_PATH} answered in {seconds:.2f}s with the key accepted"
-
-
-def _for_account(detail: str, account: str | None) -> str:
-    """The client's words, with the variable of the source's ``base_url`` they name (the
-    client knows no account) replaced by the account's."""
-    if account is None:
-        return detail
-    from feedback_sync.api.accounts import section
-    from feedback_sync.api.settings import env_name
-
-    return detail.replace(env_name("base_url"), section(account).env("base_url"))
 
 
 def _where(name: str, account: str | None, file: str = "") -> str:
