@@ -74,8 +74,8 @@ def _wait_argument(p: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="when another run holds the warehouse, wait up to this long for it to end "
-        "(default 0: fail at once, exit 1)",
+        help="when another run holds the warehouse (its dataset), wait up to this long for it "
+        "to end (default 0: fail at once, exit 1)",
     )
 
 
@@ -227,7 +227,8 @@ def _sync_parser(sub: Any) -> None:
         default=DEFAULT_PARALLEL,
         metavar="N",
         help="with several accounts, how many sync at once, each in a process of its own "
-        f"(default {DEFAULT_PARALLEL}; accounts that share one DuckDB file go one at a time)",
+        f"(default {DEFAULT_PARALLEL}; accounts that share one DuckDB file fetch side by side "
+        "and load one at a time)",
     )
     _wait_argument(p)
     _json_argument(p)

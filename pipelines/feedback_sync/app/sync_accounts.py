@@ -5,9 +5,11 @@ A failed account never stops the others: each other account completes and commit
 the command exits 1 with one line per account (requests, rows, time, or the error). Run
 again, the accounts that succeeded make a normal sync (only what changed), and the failed
 ones resume from their last committed state. Accounts whose tables share one DuckDB file
-(the default warehouse) go one at a time: DuckDB takes one writing process per file.
-Then the staging views and marts are built once, over every account configured
-(``models/accounts.py``), those that failed now with what they last committed.
+(the default warehouse) fetch side by side and write the file in turns: DuckDB takes one
+writing process per file, and each account's run holds it only around the steps that
+write it (``warehouse/runlock.py``). Then the staging views and marts are built once, over
+every account configured (``models/accounts.py``), those that failed now with what they
+last committed.
 """
 
 from __future__ import annotations
@@ -24,16 +26,14 @@ from feedback_sync.warehouse.target import Target
 def sync_accounts(args: argparse.Namespace, target: Target, accounts: tuple[str, ...]) -> int:
     """Syncs each of ``accounts`` into its dataset of ``target``; the exit code."""
     started = time.perf_counter()
-    parallel = args.parallel
+    parallel = min(args.parallel, len(accounts))
     shared = _shared_writer_file(target, accounts)
     if shared is not None and parallel > 1:
-        parallel = 1
         print(
             f"sync: the accounts share one DuckDB file ({shared}), which takes one writer at "
-            "a time: they run one after another",
+            "a time: their fetches overlap, and their loads take the file in turn",
             file=sys.stderr,
         )
-    parallel = min(parallel, len(accounts))
     print(
         f"sync: {len(accounts)} accounts ({', '.join(accounts)}), {parallel} at a time",
         file=sys.stderr,
