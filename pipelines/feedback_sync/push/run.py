@@ -472,6 +472,10 @@ class _Run:
         for spec in chosen:
             if spec.name not in inputs.sources:
                 continue
+            none = self._none_of_account(spec, inputs.sources[spec.name])
+            if none is not None:
+                self.result.skipped[spec.name] = none
+                continue
             ctx = Context(
                 con=base.con,
                 dataset=base.dataset,
@@ -488,6 +492,21 @@ class _Run:
             self.result.plans.append(plan)
             if self.options.apply:
                 self._send(plan, ctx)
+
+    def _none_of_account(self, spec: TargetSpec, sources: dict[str, str]) -> str | None:
+        """Why a target is skipped for the run's account: its curated inputs hold no row
+        of that account, and it never pushed anything for it. (An account without rows is
+        not a broken input; a target that pushed for it before keeps the empty-set
+        refusal, ``plan.Limits``.)"""
+        account, con = self.base.scope.account, self.base.con
+        if account is None or not sources or self.journal.known(spec.name):
+            return None
+        for sql in sources.values():
+            rows = con.execute(con.translate(f"select count(*) from {sql} as s"))
+            if rows and rows[0][0]:
+                return None
+        inputs = ", ".join(sorted(sources))
+        return f"no rows of account {account} in its curated input {inputs}"
 
     def _plan(self, spec: TargetSpec, sql: str, ctx: Context) -> TargetPlan:
         """The target's rows (its ``sql``) read, diffed with the service and the journal,
@@ -582,7 +601,9 @@ def _resolved(
     folder = push_settings.curated_dir if setup.target.reads_curated_files else None
     found = _Inputs({}, {}, refs, variables)
     for spec in chosen:
-        sources, reason = _inputs(spec, declared, con, folder, variables, refs, scope)
+        sources, reason = _inputs(
+            spec, declared, con, folder=folder, variables=variables, refs=refs, scope=scope
+        )
         if reason is None:
             found.sources[spec.name] = sources
         elif setup.options.targets:
