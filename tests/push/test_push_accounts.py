@@ -234,6 +234,15 @@ def test_each_account_lands_at_its_own_server_only_and_once(
         assert list(json.loads(out)["accounts"]) == ["globex"]
         assert seen["acme"].requests() == []
 
+        # an input that lost every row of an account it pushed for before is refused for
+        # that account (the empty-set safety limit), not skipped
+        write_csv(project / "curated" / "topics.csv", topics[:1])
+        code, out, err = _push(project, capsys, "--targets", "topics")
+        assert code == 1, out + err
+        acme_part, globex_part = out.split("account globex:")
+        assert "REFUSED" not in acme_part
+        assert "topics: REFUSED: its desired set is empty" in globex_part
+
 
 @pytest.mark.slow
 def test_one_account_down_never_stops_the_other_and_a_rerun_lands_it(
@@ -413,3 +422,39 @@ def test_each_account_reads_its_own_rows_and_one_alone_reads_all(tmp_path: Path)
         curated.check_accounts(con, source, Scope("acme", both))
     sql = f"select count(*) from {curated.select_sql(source, 'acme')}"
     assert con.execute(sql) == [(3,)]
+
+
+def test_models_over_every_account_are_read_for_the_run_account_alone() -> None:
+    con = DuckDbEngine(duckdb.connect())
+    both = ("acme", "globex")
+    con.execute(
+        "create schema staging; create view staging.ideas as "
+        "select 'acme' as account, 'ide_1' as idea_idx "
+        "union all select 'globex', 'ide_2'"
+    )
+    Scope("globex", both).check_models(con, "here", "feedback_globex")
+    relation = Scope("globex", both).relation(con, "staging", "ideas")
+    assert con.execute(f"select idea_idx from {relation} as i") == [("ide_2",)]
+    assert Scope().relation(con, "staging", "ideas") == '"staging"."ideas"'
+    assert Scope("globex", both).model(con, "comments") is None
+
+
+@pytest.mark.parametrize("quoted", [True, False])
+def test_models_of_one_dataset_serve_only_the_account_whose_dataset_they_read(
+    quoted: bool,
+) -> None:
+    con = DuckDbEngine(duckdb.connect())
+    three = ("acme", "acme_eu", "globex")
+    con.execute("create schema feedback_acme_eu; create table feedback_acme_eu.ideas (idx varchar)")
+    source = '"feedback_acme_eu"."ideas"' if quoted else "feedback_acme_eu.ideas"
+    con.execute(f"create schema staging; create view staging.ideas as select idx from {source}")
+    Scope("acme_eu", three).check_models(con, "here", "feedback_acme_eu")
+    for other in ("acme", "globex"):
+        with pytest.raises(ConfigError) as refused:
+            Scope(other, three).check_models(con, "here", f"feedback_{other}")
+        assert str(refused.value).startswith(
+            f"here: its models are not account {other}'s (staging.ideas does not read its "
+            f"dataset feedback_{other}, and has no column account)"
+        )
+    # read as they are: the relation is the view itself
+    assert Scope("acme_eu", three).relation(con, "staging", "ideas") == '"staging"."ideas"'
