@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,7 +188,11 @@ def test_each_account_lands_at_its_own_server_only_and_once(
         summary = lines[lines.index(next(x for x in lines if x.startswith("push --apply of"))) :]
         assert [line.split()[:2] for line in summary[1:3]] == [["acme", "ok"], ["globex", "ok"]]
         assert summary[3].split()[0] == "total"
-        assert summary[4].startswith("2 of 2 account(s) pushed")
+        sent = sum(len(writes(h)) for h in seen.values())
+        assert sent == 10  # per account: a topic, a follower created and three updated
+        assert re.fullmatch(
+            rf"2 of 2 account\(s\) pushed in [0-9.]+s: {sent} write\(s\) sent", summary[4]
+        )
         for text in (out, err):
             assert KEYS["acme"] not in text and KEYS["globex"] not in text
 

@@ -170,7 +170,13 @@ def report(runs: list[AccountPush], applied: bool, seconds: float, samples: int)
     lines.append(f"  {'total':<{width}}  {'':<8}  {_counts(total)}")
     failed = [run.account for run in runs if run.error is not None]
     problems = [run.account for run in runs if run.error is None and not run.ok]
-    ended = f"{len(runs) - len(failed)} of {len(runs)} account(s) pushed in {seconds:.1f}s"
+    done = [run.result for run in runs if run.result is not None]
+    ended = f"{len(done)} of {len(runs)} account(s) {'pushed' if applied else 'previewed'}"
+    if applied:
+        ended += f" in {seconds:.1f}s: {sum(r.writes for r in done):,} write(s) sent"
+    else:
+        planned = sum(r.planned_writes() for r in done)
+        ended += f" in {seconds:.1f}s: {planned:,} write(s) planned (--apply sends them)"
     if failed:
         ended += f"; failed: {', '.join(failed)} (run again: nothing that landed is sent twice)"
     if problems:
