@@ -127,7 +127,7 @@ def _topics(server: RunningSandbox) -> set[str]:
 
 def _journal(project: Path, account: str) -> dict[str, set[str]]:
     """The journal schemas of an account's models file and the keys each one's snapshot
-    holds."""
+    holds (no API key in any of their rows)."""
     path = project / "data" / "parquet" / account / "models.duckdb"
     with duckdb.connect(str(path), read_only=True) as con:
         schemas = [
@@ -137,6 +137,10 @@ def _journal(project: Path, account: str) -> dict[str, set[str]]:
                 "where schema_name like 'push%' order by 1"
             ).fetchall()
         ]
+        for schema in schemas:  # no API key in any of the journal's tables
+            for table in ("_push_runs", "_push_rows", "_push_snapshot"):
+                text = str(con.execute(f"select * from {schema}.{table}").fetchall())
+                assert KEYS["acme"] not in text and KEYS["globex"] not in text
         snapshot = "select key from {}._push_snapshot"
         return {
             schema: {r[0] for r in con.execute(snapshot.format(schema)).fetchall()}
