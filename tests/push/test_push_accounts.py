@@ -28,7 +28,7 @@ from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 from feedback_sync.warehouse.engines.duckdb import DuckDbEngine
 
 from tests.push.helpers import NEW, accounts, push, write_csv, writes
-from tests.sync.harness import Harness
+from tests.sync.harness import Harness, PostgresReader
 
 KEYS = {"acme": "acme-key-1234", "globex": "globex-key-5678"}
 SEEDS = {"acme": 1, "globex": 2}
@@ -467,3 +467,48 @@ def test_models_of_one_dataset_serve_only_the_account_whose_dataset_they_read(
         )
     # read as they are: the relation is the view itself
     assert Scope("acme_eu", three).relation(con, "staging", "ideas") == '"staging"."ideas"'
+
+
+@pytest.mark.slow
+def test_postgres_one_dataset_models_serve_their_account_alone(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    postgres_dsn: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On PostgreSQL (the views' SQL as the server prints it back): the models of acme's
+    dataset are acme's copy, not globex's; acme's rows are read from a curated table and
+    its journal is its own schema of the database."""
+    monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", postgres_dsn)
+    with _server("acme") as acme, _server("globex") as globex:
+        _configure(project, {"acme": acme.base_url, "globex": globex.base_url})
+        _sync(project, capsys, "acme", destination="postgres")
+        con = PostgresReader(postgres_dsn)
+        try:
+            con.execute(
+                "create schema curated; "
+                "create table curated.topics (topic_key text, name text, account text); "
+                "insert into curated.topics values ('roadmap', 'Acme roadmap', 'acme'), "
+                "('roadmap', 'Globex roadmap', 'globex')"
+            )
+            code, out, err = _push(project, capsys, "--account", "globex", destination="postgres")
+            assert code == 2, out + err
+            assert "its models are not account globex's" in err
+            code, out, err = _push(
+                project, capsys, "--account", "acme", "--apply", destination="postgres"
+            )
+            assert code == 0, out + err
+            assert "Acme roadmap" in _topics(acme) and "Globex roadmap" not in _topics(acme)
+            assert "Acme roadmap" not in _topics(globex)
+            schemas = {
+                r[0]
+                for r in con.execute(
+                    "select schema_name from information_schema.schemata "
+                    "where schema_name like 'push%'"
+                )
+            }
+            assert schemas == {"push_acme"}
+            keys = con.execute("select target, key from push_acme._push_snapshot")
+            assert [tuple(r) for r in keys] == [("topics", "roadmap")]
+        finally:
+            con.close()

@@ -87,8 +87,17 @@ def _columns(con: Engine, schema: str, name: str) -> set[str]:
 
 
 def _reads(con: Engine, dataset: str) -> bool:
-    """Whether the probe view's SQL reads a relation of ``dataset`` (quoted or not: DuckDB
-    keeps a view's SQL as written, PostgreSQL as it prints it back)."""
+    """Whether the probe view reads a relation of ``dataset``: as PostgreSQL records what a
+    view reads (``view_table_usage``: its printed SQL leaves out the schemas on the search
+    path, which a dataset's connection sets to the dataset), else as its SQL names it
+    (DuckDB keeps a view's SQL as written, quoted or not)."""
+    if has_relation(con, "information_schema", "view_table_usage"):
+        rows = con.execute(
+            "select table_schema from information_schema.view_table_usage "
+            "where view_schema = ? and view_name = ?",
+            list(_PROBE),
+        )
+        return any(schema == dataset for (schema,) in rows)
     rows = con.execute(
         "select view_definition from information_schema.views "
         "where table_schema = ? and table_name = ?",
