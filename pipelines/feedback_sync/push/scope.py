@@ -71,9 +71,9 @@ class Scope:
             return
         raise ConfigError(
             f"{where}: its models are not account {self.account}'s (staging.ideas does not "
-            f"read its dataset {dataset}, and has no column {ACCOUNT}): sync that account "
-            f"alone first (`feedback-sync sync --account {self.account}`), then push it alone "
-            f"(`feedback-sync push --account {self.account}`)"
+            f"read its dataset {dataset}, and has no column {ACCOUNT}): build that account's "
+            f"models first (`feedback-sync models --dataset {dataset}`; for Parquet with "
+            f"`--parquet-dir` its own folder), then push it alone (`--account {self.account}`)"
         )
 
 
