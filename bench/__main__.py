@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from bench import compare, sandbox_throughput, sync_bench, warehouses
+from bench import accounts, compare, sandbox_throughput, sync_bench, warehouses
 
 COMMANDS = {
     "sync": sync_bench.main,
     "sandbox": sandbox_throughput.main,
     "warehouses": warehouses.main,
     "compare": compare.main,
+    "accounts": accounts.main,
 }
 
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -47,9 +48,13 @@ def child_env(**extra: str) -> dict[str, str]:
 class Sandbox:
     """``feedback-sync sandbox`` at a scale, as its own process on loopback."""
 
-    def __init__(self, scale: str, workdir: Path, api_key: str = "bench-key") -> None:
+    def __init__(
+        self, scale: str, workdir: Path, api_key: str = "bench-key", seed: int = 1
+    ) -> None:
         self.scale = scale
-        ready = workdir / f"sandbox-{scale}.json"
+        self.seed = seed
+        # one ready file per scale and seed: several sandboxes may start in one folder
+        ready = workdir / f"sandbox-{scale}-{seed}.json"
         ready.unlink(missing_ok=True)
         started = time.perf_counter()
         self.process = subprocess.Popen(
@@ -62,6 +67,8 @@ class Sandbox:
                 scale,
                 "--api-key",
                 api_key,
+                "--seed",
+                str(seed),
                 "--ready-file",
                 str(ready),
             ],
@@ -192,6 +199,7 @@ class Measured:
     stdout: str
     # seconds from the start to the end of the first line on stderr (None: it wrote none)
     first_line_s: float | None = None
+    stderr: str = ""
 
 
 def _copy(pipe: IO[bytes], into: IO[bytes], first_line: list[float]) -> None:
@@ -225,12 +233,20 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) -> Measured:
+def measure(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    expect: int = 0,
+    started: Callable[[int], None] | None = None,
+) -> Measured:
     """Runs ``argv`` to its end; raises with its output if it exits other than ``expect``.
 
     Started from a small launcher (``_LAUNCH``, isolated from ``PYTHONPATH`` and site), so
     that its peak RSS is its own; its wall time, first line and CPU count from the
-    launcher's start of it, not the launcher's. The command gets ``env`` whole."""
+    launcher's start of it, not the launcher's. The command gets ``env`` whole.
+    ``started`` is called with the launcher's process id once it runs (the command is its
+    one child: ``TreeMemory.watch`` samples it and its descendants)."""
     out = cwd / ".bench-stdout"
     err = cwd / ".bench-stderr"
     report = cwd / ".bench-usage.json"
@@ -245,6 +261,8 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) ->
             stderr=subprocess.PIPE,
             bufsize=0,
         )
+        if started is not None:
+            started(process.pid)
         assert process.stderr is not None
         reader = threading.Thread(
             target=_copy, args=(process.stderr, stderr, first_line), daemon=True
@@ -279,4 +297,88 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, expect: int = 0) ->
         # scheduled late (a busy machine, a command of a few ms) reads it after the command
         # ended, and it was written before that (seen in CI: 18.6 ms for a 15.6 ms command)
         first_line_s=min(first_line[0] - spawned, wall) if first_line else None,
+        stderr=err.read_text(errors="replace"),
     )
+
+
+class TreeMemory:
+    """The peak memory of a process tree: a command and every process it starts, sampled
+    from ``/proc`` in a thread every ``interval`` seconds (Linux only: None elsewhere).
+
+    The kernel's peak (``ru_maxrss``, also as ``wait4`` reports it for a command and its
+    reaped children) is the largest one process reached: for a command whose children
+    overlap, not what they held together. Each sample adds up every process's private
+    resident memory (resident less file-backed and shared pages, ``/proc/PID/statm``) and
+    counts the largest file-backed part once: the interpreter and the libraries every
+    process of the tree maps from the same files (Python, pyarrow, DuckDB), which ``ps``
+    would count in each. Reading ``smaps_rollup`` (the kernel's proportional share) would be
+    exact but costs about 20 ms per large process, too much to do 20 times a second on the
+    cores the measured command uses; ``statm`` costs microseconds. The root itself (the
+    launcher of ``measure``) is left out; a process that lives less than ``interval`` may
+    be missed.
+    """
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        self.peak_mb: float | None = None
+        # the most processes the tree had at once (the command and its descendants)
+        self.most_processes = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, root: int) -> None:
+        """Starts sampling the descendants of ``root`` (``measure``'s ``started``)."""
+        if not Path("/proc/self/statm").exists():
+            return
+        self._thread = threading.Thread(target=self._sample, args=(root,), daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _sample(self, root: int) -> None:
+        page_mb = os.sysconf("SC_PAGE_SIZE") / 2**20
+        parents: dict[int, int] = {}
+        while not self._stop.is_set():
+            tree = _descendants(root, parents)
+            private, shared = 0, 0
+            for pid in tree:
+                try:
+                    fields = Path(f"/proc/{pid}/statm").read_text().split()
+                except OSError:  # it ended between the listing and now
+                    continue
+                private += int(fields[1]) - int(fields[2])
+                shared = max(shared, int(fields[2]))
+            if tree:
+                total = (private + shared) * page_mb
+                self.peak_mb = max(self.peak_mb or 0.0, total)
+                self.most_processes = max(self.most_processes, len(tree))
+            self._stop.wait(self.interval)
+
+
+def _descendants(root: int, parents: dict[int, int]) -> list[int]:
+    """The processes below ``root``. ``parents`` (process id -> its parent's) is kept
+    between calls: only a process not seen before has its ``stat`` read."""
+    alive = {int(name) for name in os.listdir("/proc") if name.isdigit()}
+    for pid in list(parents):
+        if pid not in alive:
+            del parents[pid]
+    for pid in alive - parents.keys():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        # the parent's id: the second field after the name (which may hold spaces)
+        parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    found: list[int] = []
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found

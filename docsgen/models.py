@@ -85,7 +85,12 @@ def render(root: Path | None = None) -> str:
         "Query them in the warehouse as `staging.<view>` and `marts.<mart>` (for Parquet "
         "and Delta targets, in their `models.duckdb` file). Your own models: copy the SQL "
         "folder and point `--sql-dir` or `sql_dir` in [`[models]`](settings.md#models) at "
-        "the copy."
+        "the copy.",
+        "With [several accounts](../how-to/accounts.md#models) configured, every view and "
+        "mart below starts with a column `account` (the account's name) before the columns "
+        "listed, and holds every account's rows; each account's own, without that column, "
+        "are in `staging_<account>` and `marts_<account>`. A key below is then a key within "
+        "one account.",
     ]
     for layer in LAYERS:
         title, about = LAYER_TITLES[layer]

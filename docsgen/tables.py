@@ -233,7 +233,9 @@ def others() -> list[str]:
     layers = " and ".join(f"[{code(layer)}](models.md)" for layer in LAYERS)
     items = [
         f"{layers}: the models' views and tables, rebuilt by every sync and "
-        "`feedback-sync models`.",
+        "`feedback-sync models`; with accounts configured, each account's own are in "
+        "`staging_<account>` and `marts_<account>`, and those of `staging` and `marts` "
+        "union them with the column `account` first.",
         f"[{code(CURATED)}](push-targets.md#curated-inputs): your curated inputs for the "
         "push, when they are tables rather than files.",
         f"{code(SCHEMA + '.' + TABLE)}: what a load that appended to tables new to the "
@@ -254,7 +256,9 @@ def render(sql_root: Path | None = None) -> str:
 
     intro = (
         "A sync loads into one dataset (a schema; `--dataset`, default "
-        f"{code(DEFAULT_DATASET)}). Every timestamp is UTC."
+        f"{code(DEFAULT_DATASET)}). With [accounts configured](../how-to/accounts.md), "
+        f"each account's tables are these, in a dataset of its own, "
+        f"{code(DEFAULT_DATASET + '_<account>')}. Every timestamp is UTC."
     )
     parts = [
         intro,

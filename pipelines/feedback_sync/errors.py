@@ -22,6 +22,8 @@ True, False, or None where its cause decides).
     │   └── DataTestsFailed          a data test of the marts found rows that break it (the
     │                                build was rolled back: the previous models stay)
     ├── ChecksFailed              1  data checks on a sync failed (the Prefect flow)
+    ├── AccountsFailed            1  accounts of a fan-out failed (the Prefect flow); names
+    │                                them
     ├── PushFailed                1  rows of a push were invalid, rejected or held
     ├── BadValue                  1  a curated value cannot be sent as its field needs it
     └── ApiError                  1  the service refused a request for good (4xx other
@@ -158,6 +160,11 @@ class ChecksFailed(FeedbackError):
     def __init__(self, failed: Sequence[_Check]) -> None:
         self.failed = list(failed)
         super().__init__("data checks failed: " + "; ".join(c.line() for c in failed))
+
+
+class AccountsFailed(FeedbackError):
+    """Accounts of a fan-out run failed (``flows/fanout.py``); the message names each and
+    its error line."""
 
 
 class PushFailed(FeedbackError):

@@ -26,6 +26,7 @@ from feedback_sync.sandbox.app import create_app  # noqa: E402
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread  # noqa: E402
 
 from tests.flows.prefect_api import PrefectApi  # noqa: E402
+from tests.support.prefect_local import LocalPrefect  # noqa: E402
 
 # recognisable in any text it might leak into
 SECRET_KEY = "fsync-SECRET-7Q2xK9mZ-4d1e"
@@ -84,3 +85,19 @@ def flow_env(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return tmp_path
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[LocalPrefect]:
+    """A real ``prefect server`` of the test's own (workers are started by the test).
+
+    The scheduler stays off: the deployments' schedules must not add runs to the test's."""
+    local = LocalPrefect(
+        tmp_path / "prefect", {"PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false"}
+    )
+    local.home.mkdir()
+    try:
+        local.start_server()
+        yield local
+    finally:
+        local.close()

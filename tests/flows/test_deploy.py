@@ -5,7 +5,6 @@ worker, and runs of the deployments against a live sandbox.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,20 +24,6 @@ from tests.sync.harness import COLUMNS, diff, expected_rows, landed_rows
 pytestmark = pytest.mark.slow
 
 LIMIT = "feedback-sync-duckdb-e2e"
-
-
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[LocalPrefect]:
-    # the scheduler stays off: the hourly schedule must not add runs to the test's own
-    local = LocalPrefect(
-        tmp_path / "prefect", {"PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false"}
-    )
-    local.home.mkdir()
-    try:
-        local.start_server()
-        yield local
-    finally:
-        local.close()
 
 
 def _create_run(api: PrefectApi, deployment: str) -> str:
@@ -107,8 +92,10 @@ def _run_it(stack: LocalPrefect, api: PrefectApi, sandbox: RunningSandbox, tmp: 
     stack.cli("work-pool", "create", "feedback-sync", "--type", "process")
     stack.cli("gcl", "create", LIMIT, "--limit", "1")
     stack.cli("--no-prompt", "deploy", "--all")
-    deployments = {d["name"]: d for d in api.post("deployments/filter", {})}
-    assert set(deployments) == {"incremental", "full", "after-incremental"}
+    # the one-account deployments (feedback-sync-accounts': test_fanout_deploy.py)
+    ours = {"flows": {"name": {"any_": ["feedback-sync", "feedback-push"]}}}
+    deployments = {d["name"]: d for d in api.post("deployments/filter", ours)}
+    assert set(deployments) == {"incremental", "full", "after-incremental", "account"}
     # deploying everything schedules no write to the live API: the push previews
     assert deployments["after-incremental"]["parameters"] == {"apply": False}
     incremental, full = deployments["incremental"], deployments["full"]

@@ -80,13 +80,21 @@ class LocalPrefect:
         fails)."""
         return self._call([PREFECT, *args], timeout, cwd)
 
-    def python(self, *args: str, timeout: float = 120) -> str:
-        """``python ARGS`` (this interpreter) against this server; its output."""
-        return self._call([sys.executable, *args], timeout)
+    def python(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> str:
+        """``python ARGS`` (this interpreter) against this server, with ``env`` added to its
+        environment; its output."""
+        return self._call([sys.executable, *args], timeout, env=env)
 
-    def _call(self, args: list[str], timeout: float, cwd: Path = ROOT) -> str:
+    def _call(
+        self, args: list[str], timeout: float, cwd: Path = ROOT, env: dict[str, str] | None = None
+    ) -> str:
         done = subprocess.run(
-            args, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout
+            args,
+            cwd=cwd,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         output = done.stdout + done.stderr
         if done.returncode != 0:

@@ -1,19 +1,14 @@
 """Several accounts in one project: configured the dlt way, each synced into a dataset of
-its own by a process of its own, a failed one never stopping the others."""
+its own by a process of its own, a failed one never stopping the others. The fixtures
+``project`` and ``three`` are in ``conftest.py``."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
-from dlt.common.configuration.container import Container
-from dlt.common.configuration.specs.pluggable_run_context import PluggableRunContext
 from feedback_sync.api.accounts import load_account_settings
 from feedback_sync.app.accounts import configured_accounts
 from feedback_sync.app.cli import main
@@ -21,48 +16,19 @@ from feedback_sync.errors import ConfigError
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 
+from tests.sync.accounts import configure_three, free_port, servers, write_settings
 from tests.sync.harness import Harness
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An empty project folder, the current one, with no source setting in the
-    environment (the children inherit it); dlt's settings read from it in this process
-    too, and from where they were read before once the test ends."""
-    for name in list(os.environ):
-        if name.startswith("SOURCES__"):
-            monkeypatch.delenv(name)
-    (tmp_path / ".dlt").mkdir()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DLT_PROJECT_DIR", str(tmp_path))
-    run_context = Container()[PluggableRunContext]
-    before = run_context.context.run_dir
-    yield tmp_path
-    run_context.reload(before)
-
-
-def _write(project: Path, config: str, secrets: str = "") -> None:
-    """The project's settings files; dlt reads them again (it keeps what it read)."""
-    (project / ".dlt" / "config.toml").write_text(config, encoding="utf-8")
-    (project / ".dlt" / "secrets.toml").write_text(secrets, encoding="utf-8")
-    Container()[PluggableRunContext].reload(str(project))
 
 
 def _files(project: Path) -> list[Path]:
     return [project / ".dlt" / "config.toml", project / ".dlt" / "secrets.toml"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # --- configuration -------------------------------------------------------------------
 
 
 def test_accounts_are_the_tables_of_both_files_then_the_listed_names(project: Path) -> None:
-    _write(
+    write_settings(
         project,
         '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n'
         '[sources.feedback]\naccount_names = ["initech"]\n',
@@ -79,7 +45,7 @@ def test_accounts_are_the_tables_of_both_files_then_the_listed_names(project: Pa
 def test_a_bad_account_name_is_one_line_exit_2(
     project: Path, name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _write(project, f'[sources.feedback.accounts."{name}"]\nbase_url = "http://x/v1"\n')
+    write_settings(project, f'[sources.feedback.accounts."{name}"]\nbase_url = "http://x/v1"\n')
     assert main(["sync", "--no-models"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
@@ -97,7 +63,7 @@ def test_a_variable_for_an_account_not_configured_is_refused(project: Path) -> N
 
 
 def test_an_account_takes_what_it_leaves_out_from_the_source_section(project: Path) -> None:
-    _write(
+    write_settings(
         project,
         "[sources.feedback]\npage_size = 33\n"
         '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n'
@@ -117,10 +83,12 @@ def test_an_account_takes_what_it_leaves_out_from_the_source_section(project: Pa
 
 def test_an_account_never_takes_another_key(project: Path) -> None:
     """A key in [sources.feedback] would be sent to every account that has none: refused."""
-    _write(project, '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n')
+    write_settings(
+        project, '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n'
+    )
     with pytest.raises(ConfigError, match=r"missing setting SOURCES__FEEDBACK__ACCOUNTS__ACME"):
         load_account_settings("acme")
-    _write(
+    write_settings(
         project,
         '[sources.feedback.accounts.acme]\nbase_url = "http://127.0.0.1:1/v1"\n',
         '[sources.feedback]\napi_key = "shared"\n',
@@ -132,7 +100,7 @@ def test_an_account_never_takes_another_key(project: Path) -> None:
 def test_an_unknown_key_in_an_account_names_the_account_and_the_nearest(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _write(
+    write_settings(
         project,
         '[sources.feedback.accounts.acme]\nbase_url = "http://x/v1"\npage_sise = 5\n',
     )
@@ -145,40 +113,15 @@ def test_an_unknown_key_in_an_account_names_the_account_and_the_nearest(
 def test_account_without_accounts_and_an_unknown_account_are_usage_errors(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _write(project, "")
+    write_settings(project, "")
     assert main(["sync", "--account", "acme"]) == 2
     assert "--account acme: no accounts are configured" in capsys.readouterr().err
-    _write(project, '[sources.feedback.accounts.acme]\nbase_url = "http://x/v1"\n')
+    write_settings(project, '[sources.feedback.accounts.acme]\nbase_url = "http://x/v1"\n')
     assert main(["sync", "--account", "globex"]) == 2
     assert "--account globex: no such account; configured: acme" in capsys.readouterr().err
 
 
 # --- syncing several accounts ---------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _servers() -> Iterator[tuple[RunningSandbox, RunningSandbox]]:
-    with (
-        serve_in_thread(create_app("tiny", 1, api_key="acme-key-1234")) as acme,
-        serve_in_thread(create_app("tiny", 2, api_key="globex-key-5678")) as globex,
-    ):
-        yield acme, globex
-
-
-def _configure_three(
-    project: Path, acme: RunningSandbox, globex: RunningSandbox, port: int
-) -> None:
-    _write(
-        project,
-        "[sources.feedback]\npage_size = 7\n"
-        f'[sources.feedback.accounts.acme]\nbase_url = "{acme.base_url}"\n'
-        f'[sources.feedback.accounts.globex]\nbase_url = "{globex.base_url}"\n'
-        f'[sources.feedback.accounts.initech]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
-        "max_retries = 1\ntimeout_seconds = 2\n",
-        f'[sources.feedback.accounts.acme]\napi_key = "{acme.api_key}"\n'
-        f'[sources.feedback.accounts.globex]\napi_key = "{globex.api_key}"\n'
-        '[sources.feedback.accounts.initech]\napi_key = "initech-key-9999"\n',
-    )
 
 
 def _sync(project: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict]:
@@ -203,9 +146,9 @@ def _truth(project: Path, server: RunningSandbox, account: str) -> None:
 def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    port = _free_port()
-    with _servers() as (acme, globex):
-        _configure_three(project, acme, globex, port)
+    port = free_port()
+    with servers() as (acme, globex):
+        configure_three(project, acme, globex, port)
         code, document = _sync(project, capsys, "--parallel", "3")
         assert code == 1
         runs = document["accounts"]
@@ -214,6 +157,8 @@ def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
         assert not runs["initech"]["ok"] and runs["initech"]["exit_code"] != 0
         assert "initech" in document["error"]
         assert runs["initech"]["error"], runs["initech"]
+        # the advice names the account's own variable, not the one-account project's
+        assert "(SOURCES__FEEDBACK__ACCOUNTS__INITECH__BASE_URL)" in runs["initech"]["error"]
         # each healthy account landed exactly its own server's data, in its own dataset
         _truth(project, acme, "acme")
         _truth(project, globex, "globex")
@@ -244,14 +189,6 @@ def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
         }
     assert {"feedback_acme", "feedback_globex", "feedback_initech"} <= schemas
     assert "feedback" not in schemas
-
-
-@pytest.fixture
-def three(project: Path) -> Iterator[tuple[RunningSandbox, RunningSandbox]]:
-    """Three accounts configured: acme and globex served, initech's server down."""
-    with _servers() as (acme, globex):
-        _configure_three(project, acme, globex, _free_port())
-        yield acme, globex
 
 
 def _text_sync(

@@ -121,7 +121,11 @@ def test_sync_status_push_and_check_documents(live_sandbox: RunningSandbox, tmp_
         "reused_from",
         "missing_sources",
         "tests",
+        "accounts",
+        "unsynced_accounts",
     ]
+    # a project of one account: its models are over no accounts
+    assert synced["models"]["accounts"] == synced["models"]["unsynced_accounts"] == []
     with duckdb.connect(str(tmp_path / "data" / "warehouse.duckdb"), read_only=True) as con:
         for mart, rows in synced["models"]["mart_rows"].items():
             ((count,),) = con.execute(f"select count(*) from marts.{mart}").fetchall()

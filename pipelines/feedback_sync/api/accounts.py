@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback_sync.api.declaration import Names, Section, setting
-from feedback_sync.api.settings import SECTION, SOURCE, FeedbackSettings
+from feedback_sync.api.settings import SECTION, SOURCE, FeedbackSettings, section_problems
 from feedback_sync.errors import ConfigError
 
 # the table under [sources.feedback] that holds one table per account
@@ -96,15 +96,35 @@ def load_account_settings(name: str, api_key: str | None = None) -> FeedbackSett
     """
     from feedback_sync.api.config import resolve_raw
 
-    shared = resolve_raw(SOURCE)
-    for own in OWN:
-        if shared.get(own) is not None:
-            raise ConfigError(
-                f"{SOURCE.describe(own)} is set, but accounts are configured: each account "
-                f"gives its own ({own} in [{SECTION}.{TABLE}.<name>]); remove it"
-            )
+    shared = shared_problems()
+    if shared:
+        raise ConfigError(shared[0])
     account = section(name)
     raw = resolve_raw(account)
     if api_key is not None:
         raw["api_key"] = api_key
-    return FeedbackSettings(**account.check(raw))
+    return FeedbackSettings(**account.check(raw), section_path=account.path)
+
+
+def shared_problems() -> list[str]:
+    """``base_url`` or ``api_key`` set in ``[sources.feedback]`` itself, each a problem
+    while accounts are configured: an account that gave none would take it."""
+    from feedback_sync.api.config import resolve_raw
+
+    shared = resolve_raw(SOURCE)
+    return [
+        f"{SOURCE.describe(own)} is set, but accounts are configured: each account "
+        f"gives its own ({own} in [{SECTION}.{TABLE}.<name>]); remove it"
+        for own in OWN
+        if shared.get(own) is not None
+    ]
+
+
+def account_problems(name: str) -> list[str]:
+    """Every problem of account ``name``'s settings at once (``feedback-sync check``):
+    those of ``[sources.feedback]`` that concern every account, then each missing or
+    malformed setting of its own, named under its table."""
+    from feedback_sync.api.config import resolve_raw
+
+    account = section(name)
+    return shared_problems() + section_problems(account, resolve_raw(account))

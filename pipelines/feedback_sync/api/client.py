@@ -507,7 +507,7 @@ class FeedbackClient:
                 failure.status,
                 f"{redact_url(self.settings.base_url)} answered {attempt} times with "
                 f"{failure.detail}, never with the API's JSON; check the base URL "
-                "(SOURCES__FEEDBACK__BASE_URL): the API's address ends in /v1",
+                f"({self.settings.variable('base_url')}): the API's address ends in /v1",
             ) from None
         if first_contact and attempt > allowed:
             raise Unreachable(
@@ -517,7 +517,7 @@ class FeedbackClient:
                 None,
                 f"no connection to {redact_url(self.settings.base_url)} in {attempt} "
                 f"attempts ({failure.detail}); check the base URL "
-                "(SOURCES__FEEDBACK__BASE_URL) and that the service is up",
+                f"({self.settings.variable('base_url')}) and that the service is up",
             ) from None
         if attempt > self.settings.max_retries:
             raise RetriesExhausted(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -238,6 +238,15 @@ class FeedbackSettings:
         example=True,
     )
 
+    # where these settings were read (not a setting): ``[sources.feedback]``, or an
+    # account's table (``api/accounts.py``), whose variables a message names
+    section_path: str = field(default=SECTION, repr=False)
+
+    def variable(self, name: str) -> str:
+        """The environment variable that sets ``name`` where these settings were read
+        (``SOURCES__FEEDBACK__ACCOUNTS__ACME__BASE_URL`` for account acme's)."""
+        return Section(self.section_path, FeedbackSettings).env(name)
+
     def history_choices(self) -> dict[str, bool | None]:
         """Each history setting's choice, by entity (None: not set)."""
         return {
@@ -286,19 +295,29 @@ _STAND_INS = {"base_url": "http://127.0.0.1/v1", "api_key": "stand-in"}
 
 def settings_problems(**raw: Any) -> list[str]:
     """Every missing or malformed setting of ``raw`` at once (``validate`` stops at the
-    first): each one found is replaced by its default, or a stand-in, and the rest checked
-    again."""
-    fields = SOURCE.names()
+    first)."""
+    return section_problems(SOURCE, raw)
+
+
+def section_problems(section: Section[FeedbackSettings], raw: Mapping[str, Any]) -> list[str]:
+    """Every missing or malformed setting of ``raw``, as ``section`` names them (the
+    source's, or one account's: ``accounts.section``): each one found is replaced by its
+    default, or a stand-in, and the rest checked again."""
+    fields = section.names()
     problems: list[str] = []
     values = dict(raw)
     for _ in range(len(fields) + 1):
         try:
-            FeedbackSettings.validate(**values)
+            section.check(values)
             return problems
         except ConfigError as exc:
             message = str(exc)
             problems.append(message)
-            named = [(message.find(describe(n)), n) for n in fields if describe(n) in message]
+            named = [
+                (message.find(section.describe(n)), n)
+                for n in fields
+                if section.describe(n) in message
+            ]
             if not named:
                 return problems
             name = min(named)[1]

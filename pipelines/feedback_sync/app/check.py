@@ -11,6 +11,12 @@ One line per check, with what to fix where one fails:
 - ``models``: the SQL folder reads (sources, models, refs, no cycle);
 - ``push``: the push settings and the push targets read.
 
+With accounts configured (``api/accounts.py``), ``settings`` checks what concerns them
+all (every key is a setting), then each account has its own ``settings``, ``api`` and
+``history`` lines, named ``api [acme]``: its settings as resolved for it, one request
+with its own key to its own server. The warehouse, models and push lines come once. A
+failing account never stops the others from being checked.
+
 Nothing is loaded, and nothing is left that was not there: dlt's working folder for a
 server check is a temporary one. Exit 0 when every check passed, 1 when one failed, 2 when
 the configuration itself is malformed (a setting missing or wrong).
@@ -39,25 +45,36 @@ class Outcome:
     ok: bool
     detail: str
     bad_config: bool = False  # the configuration is malformed (exit 2), not just failing
+    account: str | None = None  # the account checked, where the check is one account's
+
+    @property
+    def label(self) -> str:
+        """The check as the text names it: ``api``, or ``api [acme]``."""
+        return self.name if self.account is None else f"{self.name} [{self.account}]"
 
 
 @dataclass
 class CheckResult:
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
+    accounts: tuple[str, ...] = ()  # the accounts checked; () for a project of one
 
     def exit_code(self) -> int:
         if any(o.bad_config for o in self.outcomes):
             return 2
         return 0 if all(o.ok for o in self.outcomes) else 1
 
+    def failed(self) -> list[str]:
+        """The checks that failed, as the text names them."""
+        return [o.label for o in self.outcomes if not o.ok]
+
     def report(self) -> str:
-        width = max(len(o.name) for o in self.outcomes)
+        width = max(len(o.label) for o in self.outcomes)
         lines = [
-            f"check: {o.name:<{width}}  {'ok    ' if o.ok else 'FAILED'}  {o.detail}"
+            f"check: {o.label:<{width}}  {'ok    ' if o.ok else 'FAILED'}  {o.detail}"
             for o in self.outcomes
         ]
-        failed = [o.name for o in self.outcomes if not o.ok]
+        failed = self.failed()
         if failed:
             lines.append(
                 f"{len(failed)} of {len(self.outcomes)} checks failed ({', '.join(failed)}) "
@@ -68,18 +85,20 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def run_check(target: Target, *, sql_folder: str | Path | None = None) -> CheckResult:
+def run_check(
+    target: Target, *, sql_folder: str | Path | None = None, accounts: tuple[str, ...] = ()
+) -> CheckResult:
     """Runs every check (a failing one does not stop the others, except that the API is
-    not asked without valid settings)."""
+    not asked without valid settings); with ``accounts``, the source's checks for each
+    of them, into its own dataset of ``target``."""
     started = time.perf_counter()
-    result = CheckResult()
-    settings = _one(result, "settings", _settings)
-    if settings is not None:
-        _one(result, "api", lambda: _api(settings))
-        _one(result, "history", lambda: _history(settings, target))
+    result = CheckResult(accounts=accounts)
+    if accounts:
+        _one(result, "settings", lambda: _shared_settings(accounts))
+        for account in accounts:
+            _source(result, target.for_account(account), account)
     else:
-        result.outcomes.append(Outcome("api", False, "not asked: the settings are not valid"))
-        result.outcomes.append(Outcome("history", False, "not known: the settings are not valid"))
+        _source(result, target, None)
     _one(result, "warehouse", lambda: _warehouse(target))
     if target.builds_models:
         _one(result, "models", lambda: _models(sql_folder))
@@ -88,14 +107,34 @@ def run_check(target: Target, *, sql_folder: str | Path | None = None) -> CheckR
     return result
 
 
-def _one(result: CheckResult, name: str, check: Callable[[], tuple[Any, str]]) -> Any:
+def _source(result: CheckResult, target: Target, account: str | None) -> None:
+    """The settings, the API and the histories of one account (None: the project's one)."""
+    settings = _one(result, "settings", lambda: _settings(account), account)
+    if settings is not None:
+        _one(result, "api", lambda: _api(settings, account), account)
+        _one(result, "history", lambda: _history(settings, target), account)
+    else:
+        result.outcomes.append(
+            Outcome("api", False, "not asked: the settings are not valid", account=account)
+        )
+        result.outcomes.append(
+            Outcome("history", False, "not known: the settings are not valid", account=account)
+        )
+
+
+def _one(
+    result: CheckResult,
+    name: str,
+    check: Callable[[], tuple[Any, str]],
+    account: str | None = None,
+) -> Any:
     try:
         value, detail = check()
     except ConfigError as exc:
-        result.outcomes.append(Outcome(name, False, str(exc), bad_config=True))
+        result.outcomes.append(Outcome(name, False, str(exc), bad_config=True, account=account))
         return None
     except FeedbackError as exc:
-        result.outcomes.append(Outcome(name, False, str(exc)))
+        result.outcomes.append(Outcome(name, False, str(exc), account=account))
         return None
     except Exception as exc:  # a driver's or dlt's own: the words failures.py knows
         from feedback_sync.app.failures import explain
@@ -103,28 +142,56 @@ def _one(result: CheckResult, name: str, check: Callable[[], tuple[Any, str]]) -
         message, code = explain(exc)
         if message is None:
             message = SCRUBBER.scrub(f"{type(exc).__name__}: {_first_line(exc)}")
-        result.outcomes.append(Outcome(name, False, message, bad_config=code == 2))
+        result.outcomes.append(Outcome(name, False, message, bad_config=code == 2, account=account))
         return None
-    result.outcomes.append(Outcome(name, True, detail))
+    result.outcomes.append(Outcome(name, True, detail, account=account))
     return value
 
 
-def _settings() -> tuple[Any, str]:
-    """The source's settings, every problem of them at once: keys that are not settings
-    (in any section feedback-sync owns), then each missing or malformed setting."""
+def _settings(account: str | None) -> tuple[Any, str]:
+    """The source's settings, every problem of them at once: for the project's one
+    account, keys that are not settings (in any section feedback-sync owns), then each
+    missing or malformed setting; for an account, its settings as resolved for it."""
+    from feedback_sync.api.settings import FeedbackSettings
+
+    if account is not None:
+        from feedback_sync.api.accounts import account_problems, load_account_settings
+
+        problems = account_problems(account)
+        if problems:
+            raise ConfigError(_listed(problems))
+        settings = load_account_settings(account)
+    else:
+        from feedback_sync.api.settings import load_raw, settings_problems
+
+        problems = _unknown_keys()
+        raw = load_raw()
+        problems += settings_problems(**raw)
+        if problems:
+            raise ConfigError(_listed(problems))
+        settings = FeedbackSettings.validate(**raw)
+    return settings, f"{settings.base_url} ({settings.auth_method} authentication)"
+
+
+def _shared_settings(accounts: tuple[str, ...]) -> tuple[None, str]:
+    """What concerns every account: each key of the settings files and variables is a
+    setting."""
+    problems = _unknown_keys()
+    if problems:
+        raise ConfigError(_listed(problems))
+    return None, (
+        f"every key is a setting; {len(accounts)} account{'s' if len(accounts) > 1 else ''} "
+        f"checked, each on its own lines: {', '.join(accounts)}"
+    )
+
+
+def _unknown_keys() -> list[str]:
     import os
 
-    from feedback_sync.api.settings import FeedbackSettings, load_raw, settings_problems
     from feedback_sync.app.setting_names import unknown_settings
     from feedback_sync.app.settings_files import settings_files
 
-    problems = [u.message() for u in unknown_settings(settings_files(), os.environ)]
-    raw = load_raw()
-    problems += settings_problems(**raw)
-    if problems:
-        raise ConfigError(_listed(problems))
-    settings = FeedbackSettings.validate(**raw)
-    return settings, f"{settings.base_url} ({settings.auth_method} authentication)"
+    return [u.message() for u in unknown_settings(settings_files(), os.environ)]
 
 
 def _listed(problems: list[str]) -> str:
@@ -146,7 +213,7 @@ def _history(settings: Any, target: Target) -> tuple[None, str]:
     return None, "kept for " + ", ".join(f"{n} ({ENTITIES[n].table})" for n in kept)
 
 
-def _api(settings: Any) -> tuple[None, str]:
+def _api(settings: Any, account: str | None) -> tuple[None, str]:
     from feedback_sync.api.client import FeedbackClient
 
     # the first contact's own bound applies: a wrong host or port fails within seconds
@@ -160,17 +227,30 @@ def _api(settings: Any) -> tuple[None, str]:
         except NotFound:
             raise _Failed(
                 f"{settings.base_url}/{PROBE_PATH} answered 404: the address is not the "
-                "API's (check base_url, which ends in /v1)"
+                f"API's (check {_where('base_url', account)}, which ends in /v1)"
             ) from None
         except ApiError as exc:
             if exc.status in (401, 403):
                 raise _Failed(
                     f"the API refused the key (HTTP {exc.status}: {exc.detail}); check "
-                    "api_key in .dlt/secrets.toml or SOURCES__FEEDBACK__API_KEY"
+                    f"{_where('api_key', account, 'secrets.toml')}"
                 ) from None
             raise _Failed(SCRUBBER.scrub(str(exc))) from None
     seconds = time.perf_counter() - started
     return None, f"GET /{PROBE_PATH} answered in {seconds:.2f}s with the key accepted"
+
+
+def _where(name: str, account: str | None, file: str = "") -> str:
+    """Where setting ``name`` of the project's one account, or of ``account``, is set."""
+    if account is None:
+        from feedback_sync.api.settings import env_name
+
+        return f"{name} in .dlt/{file} or {env_name(name)}" if file else name
+    from feedback_sync.api.accounts import section
+
+    table = section(account)
+    in_file = f" of .dlt/{file}" if file else ""
+    return f"{name} in [{table.path}]{in_file} or {table.env(name)}"
 
 
 def _warehouse(target: Target) -> tuple[None, str]:

@@ -74,8 +74,8 @@ def _wait_argument(p: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="when another run holds the warehouse, wait up to this long for it to end "
-        "(default 0: fail at once, exit 1)",
+        help="when another run holds the warehouse (its dataset), wait up to this long for it "
+        "to end (default 0: fail at once, exit 1)",
     )
 
 
@@ -164,10 +164,12 @@ def _check_parser(sub: Any) -> None:
         description="Check the settings, make one authenticated request to the API, confirm "
         "the warehouse can be written (a file or object probe, removed again; a server "
         "connected to), and read the SQL folder and the push targets. One line per check "
-        "with what to fix. Loads nothing. Exit codes: 0 every check passed, 1 a check "
-        "failed, 2 the configuration is malformed.",
+        "with what to fix. Loads nothing. With accounts configured, each account's settings, "
+        "key and server are checked on lines of their own, which name it. Exit codes: 0 every "
+        "check passed, 1 a check failed, 2 the configuration is malformed.",
     )
     _target_arguments(p)
+    _account_argument(p)
     _sql_dir_argument(p)
     _json_argument(p)
     p.set_defaults(run=_run_check)
@@ -175,10 +177,11 @@ def _check_parser(sub: Any) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     target = _target(args)
+    accounts = _accounts(args)
     with heavy_imports():
         from feedback_sync.app.check import run_check
 
-    result = run_check(target, sql_folder=args.sql_dir)
+    result = run_check(target, sql_folder=args.sql_dir, accounts=accounts)
     if args.json:
         from feedback_sync.app.documents import check_document
 
@@ -224,7 +227,8 @@ def _sync_parser(sub: Any) -> None:
         default=DEFAULT_PARALLEL,
         metavar="N",
         help="with several accounts, how many sync at once, each in a process of its own "
-        f"(default {DEFAULT_PARALLEL}; accounts that share one DuckDB file go one at a time)",
+        f"(default {DEFAULT_PARALLEL}; accounts that share one DuckDB file fetch side by side "
+        "and load one at a time)",
     )
     _wait_argument(p)
     _json_argument(p)
@@ -258,7 +262,8 @@ def _accounts(args: argparse.Namespace) -> tuple[str, ...]:
     from feedback_sync.errors import ConfigError
 
     try:
-        return chosen_accounts(configured_accounts(settings_files()), args.account)
+        asked = getattr(args, "account", None)  # a command without --account: all of them
+        return chosen_accounts(configured_accounts(settings_files()), asked)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -304,7 +309,13 @@ def _run_sync(args: argparse.Namespace) -> int:
 
         return sync_accounts(args, target, accounts)
     account = accounts[0] if accounts else None
+    models_over = None
     if account is not None:
+        from feedback_sync.models.accounts import ModelsScope
+
+        # the models are over every account configured, this one synced now
+        configured = _accounts(argparse.Namespace())
+        models_over = ModelsScope(target, configured)
         target = target.for_account(account)
     started = process.started()
     # A first line before the imports (dlt's take half a second or more, and the settings
@@ -331,8 +342,8 @@ def _run_sync(args: argparse.Namespace) -> int:
             resources=resources,
             progress_every=args.progress_every,
             progress=args.progress,
-            # the models of several accounts are not built yet (sync_accounts.NO_MODELS)
-            models=not args.no_models and account is None,
+            models=not args.no_models,
+            models_over=models_over,
             sql_folder=args.sql_dir,
             lock_wait=lock_wait,
             started=started,
@@ -348,10 +359,6 @@ def _run_sync(args: argparse.Namespace) -> int:
         print_json(sync_document(result, code))
     else:
         print(result.summary())
-        if account is not None and not args.no_models:
-            from feedback_sync.app.sync_accounts import NO_MODELS
-
-            print(NO_MODELS)
     if failure is not None:
         print(f"feedback-sync sync: error: {failure}", file=sys.stderr)
     return code
@@ -389,7 +396,8 @@ def _run_models(args: argparse.Namespace) -> int:
         if args.list:
             print(describe(project))
             return 0
-        result = apply(_target(args), project, lock_wait=_wait(args))
+        # with accounts configured, over every one of them (models/accounts.py)
+        result = apply(_target(args), project, lock_wait=_wait(args), accounts=_accounts(args))
     except ModelError as exc:
         print(f"feedback-sync models: error: {exc}", file=sys.stderr)
         return 1
@@ -402,9 +410,11 @@ def _status_parser(sub: Any) -> None:
         "status",
         help="saved state per resource and row counts per table",
         description="Show the state the last successful sync saved (cursors, windows, "
-        "ideas tracked) and the rows per table in the warehouse.",
+        "ideas tracked) and the rows per table in the warehouse. With accounts configured, "
+        "each account's, one after another, under a line naming it.",
     )
     _target_arguments(p)
+    _account_argument(p)
     _json_argument(p)
     p.set_defaults(run=_run_status)
 
@@ -413,19 +423,25 @@ def _run_status(args: argparse.Namespace) -> int:
     from feedback_sync.errors import ConfigError
 
     with heavy_imports():
-        from feedback_sync.app.status import render
+        from feedback_sync.app.status import read_accounts, render, render_accounts
 
     target = _target(args)
+    accounts = _accounts(args)
     try:
-        committed = target.committed()
+        if accounts:
+            statuses = read_accounts(target, accounts)
+        else:
+            committed = target.committed()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        from feedback_sync.app.documents import status_document
+        from feedback_sync.app.documents import status_accounts_document, status_document
 
-        print_json(status_document(target, committed))
+        print_json(
+            status_accounts_document(statuses) if accounts else status_document(target, committed)
+        )
     else:
-        print(render(target, committed))
+        print(render_accounts(statuses) if accounts else render(target, committed))
     return 0
 
 
@@ -448,6 +464,7 @@ def _report_parser(sub: Any) -> None:
         "[report] currency in .dlt/config.toml (REPORT__CURRENCY), else the page says "
         '"the account\'s currency"',
     )
+    _account_argument(p)
     _target_arguments(p)
     p.set_defaults(run=_run_report)
 
@@ -459,7 +476,9 @@ def _run_report(args: argparse.Namespace) -> int:
 
     currency = currency_setting(args.currency)  # a malformed one: one line, exit 2
     try:
-        report = write(_target(args), Path(args.output), currency=currency)
+        # with accounts configured, a board per account (all, or those of --account)
+        accounts = _accounts(args)
+        report = write(_target(args), Path(args.output), currency=currency, accounts=accounts)
     except ModelError as exc:
         print(f"feedback-sync report: error: {exc}", file=sys.stderr)
         return 1

@@ -21,14 +21,16 @@ import datetime
 import decimal
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from feedback_sync import __version__
 
 if TYPE_CHECKING:
-    from feedback_sync.app.check import CheckResult
+    from feedback_sync.app.check import CheckResult, Outcome
+    from feedback_sync.app.status import AccountStatus
     from feedback_sync.app.sync import SyncResult
+    from feedback_sync.models.project import BuildResult
     from feedback_sync.push.run import PushResult
     from feedback_sync.warehouse.target import Committed, Target
 
@@ -82,7 +84,6 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
     from feedback_sync.source.screening import REJECTED_TABLE
 
     document = envelope("sync", exit_code, result.models_error or result.history_error)
-    models = result.models
     document.update(
         {
             "target": result.target,
@@ -106,18 +107,25 @@ def sync_document(result: SyncResult, exit_code: int) -> dict[str, Any]:
             "ideas_endpoint": result.ideas_endpoint,
             "skipped_ideas": dict(result.skipped),
             "parquet_files_written": len(result.exported),
-            "models": None
-            if models is None
-            else {
-                "built": list(models.built),
-                "mart_rows": dict(models.mart_rows),
-                "reused_from": models.reused_from,
-                "missing_sources": list(models.missing_sources),
-                "tests": models.tests_per_mart(),
-            },
+            "models": models_document(result.models),
         }
     )
     return document
+
+
+def models_document(models: BuildResult | None) -> dict[str, Any] | None:
+    """What a models build made, for ``--json`` (None: not built)."""
+    if models is None:
+        return None
+    return {
+        "built": list(models.built),
+        "mart_rows": dict(models.mart_rows),
+        "reused_from": models.reused_from,
+        "missing_sources": list(models.missing_sources),
+        "tests": models.tests_per_mart(),
+        "accounts": list(models.accounts),
+        "unsynced_accounts": list(models.unsynced),
+    }
 
 
 def _table_change(result: SyncResult, table: str) -> dict[str, int]:
@@ -138,27 +146,37 @@ def _table_change(result: SyncResult, table: str) -> dict[str, int]:
 
 
 def status_document(target: Target, committed: Committed) -> dict[str, Any]:
+    document = envelope("status", 0)
+    document.update(_status_fields(target, committed))
+    return document
+
+
+def status_accounts_document(statuses: Sequence[AccountStatus]) -> dict[str, Any]:
+    """With accounts: per account, in the order configured, what ``status_document``
+    holds after its envelope."""
+    document = envelope("status", 0)
+    document["accounts"] = {s.account: _status_fields(s.target, s.committed) for s in statuses}
+    return document
+
+
+def _status_fields(target: Target, committed: Committed) -> dict[str, Any]:
     from feedback_sync.app.status import state_facts
     from feedback_sync.source.resources import NAMES as RESOURCES
 
-    document = envelope("status", 0)
-    document.update(
-        {
-            "target": target.describe(),
-            "pipeline": committed.pipeline_name,
-            "committed": committed.resources is not None,
-            "last_load": committed.last_load,
-            "loads": committed.loads,
-            "resources": None
-            if committed.resources is None
-            else {
-                resource: state_facts(resource, committed.resources.get(resource, {}))
-                for resource in RESOURCES
-            },
-            "tables": dict(sorted(committed.counts.items())),
-        }
-    )
-    return document
+    return {
+        "target": target.describe(),
+        "pipeline": committed.pipeline_name,
+        "committed": committed.resources is not None,
+        "last_load": committed.last_load,
+        "loads": committed.loads,
+        "resources": None
+        if committed.resources is None
+        else {
+            resource: state_facts(resource, committed.resources.get(resource, {}))
+            for resource in RESOURCES
+        },
+        "tables": dict(sorted(committed.counts.items())),
+    }
 
 
 def push_document(result: PushResult, samples: int) -> dict[str, Any]:
@@ -240,21 +258,26 @@ def _target_plan(result: PushResult, plan: Any, samples: int) -> dict[str, Any]:
 
 def check_document(result: CheckResult) -> dict[str, Any]:
     code = result.exit_code()
-    failed = [o.name for o in result.outcomes if not o.ok]
+    failed = result.failed()
     error = f"{len(failed)} of {len(result.outcomes)} checks failed ({', '.join(failed)})"
     document = envelope("check", code, error if failed else None)
     document.update(
         {
             "seconds": round(result.seconds, 3),
-            "checks": [
-                {
-                    "name": o.name,
-                    "ok": o.ok,
-                    "detail": o.detail,
-                    "bad_configuration": o.bad_config,
-                }
-                for o in result.outcomes
-            ],
+            "checks": [_check_fields(o, bool(result.accounts)) for o in result.outcomes],
         }
     )
     return document
+
+
+def _check_fields(outcome: Outcome, accounts: bool) -> dict[str, Any]:
+    """One check; with accounts, also the account it is of (null: it concerns them all)."""
+    fields = {
+        "name": outcome.name,
+        "ok": outcome.ok,
+        "detail": outcome.detail,
+        "bad_configuration": outcome.bad_config,
+    }
+    if accounts:
+        fields["account"] = outcome.account
+    return fields

@@ -22,7 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any
 
-CHILD = [sys.executable, "-m", "feedback_sync.app.cli"]
+# an account's process: the ``feedback-sync`` command's own entry (``cli.run``), which exits
+# without the interpreter's teardown; ``python -m feedback_sync.app.cli`` goes through it
+# (for profilers), which cost each account's process 0.65 to 1.25 s after its work was done
+# (measured by the accounts benchmark, bench/accounts.py)
+CHILD = [sys.executable, "-c", "from feedback_sync.app.cli import run; run()"]
 
 
 @dataclass(frozen=True)

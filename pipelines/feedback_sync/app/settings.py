@@ -78,7 +78,10 @@ class FlowsSettings:
         _BlockName(),
         default="feedback-api-key",
         doc="""The Prefect ``Secret`` block the flows read the API key from. When no block
-        of that name exists, the key is resolved as the command line does.""",
+        of that name exists, the key is resolved as the command line does. With several
+        accounts, each account's run reads the block of this name followed by
+        ``-<account>`` (``feedback-api-key-acme``; underscores in the account's name become
+        dashes), else the key in the account's own table, never this block.""",
         note="the Secret block holding the API key",
     )
     sync_retries: int = setting(

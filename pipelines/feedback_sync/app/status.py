@@ -7,10 +7,16 @@ loads what an interrupted run left pending, then resumes from this state).
 What is read, and how, is the target's (``Target.committed``): DuckDB and Parquet read
 their DuckDB file without dlt (its import costs 1.2 s, six times the rest of the command);
 every other destination, and they where that could differ, through dlt.
+
+With accounts configured (``api/accounts.py``), each account's dataset is read in turn
+(``read_accounts``) and shown under a line naming the account; one never synced is that
+line alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from feedback_sync.source.idea_entries import ROWS, unpack_idea
@@ -90,3 +96,37 @@ def render(target: Target, committed: Committed) -> str:
     for table, count in sorted(counts.items()):
         lines.append(f"  {table:<{twidth}}  {count:>10,}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class AccountStatus:
+    """What one account's dataset holds: its target (``Target.for_account``) and what the
+    last committed sync there saved."""
+
+    account: str
+    target: Target
+    committed: Committed
+
+
+def read_accounts(target: Target, accounts: Sequence[str]) -> list[AccountStatus]:
+    """Each of ``accounts``' committed state and rows, in its own dataset of ``target``."""
+    statuses = []
+    for account in accounts:
+        own = target.for_account(account)
+        statuses.append(AccountStatus(account, own, own.committed()))
+    return statuses
+
+
+def render_accounts(statuses: Sequence[AccountStatus]) -> str:
+    """Each account's status after a line naming it, one after another; an account never
+    synced in one line."""
+    sections = []
+    for status in statuses:
+        if status.committed.resources is None:
+            sections.append(
+                f"account {status.account}: never synced: no sync has been committed in "
+                f"{status.target.describe()}; its first run reads everything"
+            )
+        else:
+            sections.append(f"account {status.account}: {render(status.target, status.committed)}")
+    return "\n\n".join(sections)

@@ -1,6 +1,7 @@
 """``feedback-sync sync``: one run of the forward sync, from the API into the warehouse.
 
-``run_sync`` holds the warehouse's run lock and runs the steps of ``_Sync.run``, in order:
+``run_sync`` holds the warehouse dataset's run locks and runs the steps of ``_Sync.run``,
+in order:
 
 1. finish what earlier runs left: packages pending, the work a journal owes after a load,
    the state restored where the local one is not the warehouse's, first loads settled;
@@ -11,6 +12,10 @@
 4. record history, count the tables' rows, publish (Parquet files);
 5. build the SQL models of ``sql/`` (unless switched off).
 
+Steps 1, 3-4 and 5 open the warehouse: on a DuckDB file, which the runs of its other
+datasets (other accounts) write too, each is a turn at the file (``runlock.turn``), the
+file held open only inside. The extract opens nothing of it, so their fetches overlap.
+
 The warehouse's mechanics (its packages, journal, what it keeps open) are the
 ``warehouse`` package's; this module only orders them. The command line (``cli.py``)
 parses, calls ``run_sync`` and prints the summary.
@@ -18,14 +23,15 @@ parses, calls ``run_sync`` and prints the summary.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import httpx
 from dlt.pipeline.pipeline import Pipeline
@@ -34,7 +40,7 @@ from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.app.failures import explain, interrupted
 from feedback_sync.app.interrupts import ctrl_c, interrupted_in
 from feedback_sync.app.sync_result import SyncResult, TableChange
-from feedback_sync.errors import Interrupted, ModelError
+from feedback_sync.errors import Interrupted, ModelError, WarehouseBusy
 from feedback_sync.progress import Figures, Progress
 from feedback_sync.redaction import redact_url
 from feedback_sync.source.context import SyncRun
@@ -51,6 +57,9 @@ from feedback_sync.warehouse.appends import owe, settle, warehouse_tables
 from feedback_sync.warehouse.journal import Journal, Owed
 from feedback_sync.warehouse.packages import add
 from feedback_sync.warehouse.target import KeptOpen, Target, keep_loaded_packages
+
+if TYPE_CHECKING:
+    from feedback_sync.models.accounts import ModelsScope
 
 __all__ = ["SyncOptions", "SyncResult", "TableChange", "run_sync"]
 
@@ -79,6 +88,9 @@ class SyncOptions:
     # configured or shipped folder) after the load
     models: bool = True
     sql_folder: str | Path | None = None
+    # with accounts configured: the models are built over every one of them
+    # (``models/accounts.py``), in the warehouse the accounts share
+    models_over: ModelsScope | None = None
     # seconds to wait for another run of the same warehouse (0: fail at once)
     lock_wait: float = 0.0
     # when the run began (``time.perf_counter``), if before the call: the command line
@@ -89,8 +101,10 @@ class SyncOptions:
 def run_sync(target: Target, options: SyncOptions | None = None) -> SyncResult:
     """Runs one sync into ``target`` and returns what it did.
 
-    The run holds ``target``'s run lock throughout (``warehouse.runlock``): another run of
-    the same warehouse fails at once, or waits up to ``options.lock_wait`` seconds.
+    The run holds ``target``'s run locks throughout (``warehouse.runlock``): another run of
+    the same warehouse and dataset fails at once, or waits up to ``options.lock_wait``
+    seconds. A run of another dataset of the same DuckDB file takes turns with this one at
+    the steps that write it.
 
     Raises:
         ConfigError: a setting or an argument is wrong (nothing was fetched).
@@ -118,7 +132,7 @@ def run_sync(target: Target, options: SyncOptions | None = None) -> SyncResult:
     )
     # what can be refused is refused here, before the lock and before anything is fetched
     sync = _Sync(target, options, settings, shown, selected=selected, started=started)
-    with runlock.hold(target, "sync", options.lock_wait), shown, ctrl_c() as checkpoint:
+    with runlock.hold_run(target, "sync", options.lock_wait), shown, ctrl_c() as checkpoint:
         shown.checkpoint = checkpoint
         try:
             return sync.run(sql_root)
@@ -158,28 +172,31 @@ class _Sync:
         self.run_at = self.result.run_at = datetime.now(UTC)
         self.keep_packages = keep_loaded_packages()
         self.kept = KeptOpen()
+        self.fmt: str | None = None
 
     def run(self, sql_root: Path | None) -> SyncResult:
         result = self.result
-        with self.target.kept_open() as self.kept:
+        with self.turn():
             pipeline = self.pipeline = self.target.pipeline(take_over=True)  # run lock held
             owed_earlier, existing = self.finish_earlier_runs()
-            run = SyncRun(
-                self.settings,
-                full=self.options.full,
-                transport=self.options.transport,
-                warehouse_tables=existing,
-            )
-            load_id = self.extract(run)
-            _collect_cycles()
-            # what this run still owes after its load, kept where a crash cannot lose it
-            journal = Journal(pipeline)
-            owed = Owed(load_id, result.complete, self.mode, self.run_at, result.gone)
-            journal.write(owed)
-            if self.options.after_extract is not None:
-                self.options.after_extract(pipeline)
+            self.fmt = self.target.loader_format(pipeline)
+        run = SyncRun(
+            self.settings,
+            full=self.options.full,
+            transport=self.options.transport,
+            warehouse_tables=existing,  # this dataset's: only this run writes it now
+        )
+        load_id = self.extract(run)
+        _collect_cycles()
+        # what this run still owes after its load, kept where a crash cannot lose it
+        journal = Journal(pipeline)
+        owed = Owed(load_id, result.complete, self.mode, self.run_at, result.gone)
+        journal.write(owed)
+        if self.options.after_extract is not None:
+            self.options.after_extract(pipeline)
+        self.out.stage("load")
+        with self.turn(after_fetch=True):
             with result.timed("load"):
-                self.out.stage("load")
                 self.load(existing)
                 if set(result.rows_loaded) & set(PARENT_KEYS):  # a parent row came again
                     self.remove_stale_children(load_id, existing)
@@ -198,6 +215,25 @@ class _Sync:
             self.build_models(sql_root)
         result.seconds = time.perf_counter() - result.started
         return result
+
+    @contextlib.contextmanager
+    def turn(self, *, after_fetch: bool = False) -> Iterator[None]:
+        """The block's steps open the warehouse: this run's turn at a DuckDB file the runs
+        of its other datasets write too (``runlock.turn``), the file kept open through the
+        block and closed after it. ``after_fetch``: the seconds waited for it are the
+        ``wait`` phase (before the fetch they count in ``start``, as ``--wait`` does)."""
+        asked = time.perf_counter()
+        waited: list[str] = []
+
+        def say(line: str) -> None:
+            waited.append(line)
+            self.out.say(line)
+
+        with runlock.turn(self.target, "sync", say):
+            if waited and after_fetch:
+                self.result.phases["wait"] = time.perf_counter() - asked
+            with self.target.kept_open() as self.kept:
+                yield
 
     def finish_earlier_runs(self) -> tuple[bool, frozenset[str] | None]:
         """What earlier runs left is finished first: packages pending, the work a journal
@@ -263,7 +299,7 @@ class _Sync:
                 f"sync: {self.kind(run)} of {', '.join(chosen)} "
                 f"from {redact_url(run.settings.base_url)} into {self.target.describe()}"
             )
-            fmt: Any = self.target.loader_format(pipeline)
+            fmt: Any = self.fmt
             self.out.watch(lambda: _figures(run, result.rows_before))
             result.phases["start"] = time.perf_counter() - result.started
             with result.timed("fetch"):
@@ -388,18 +424,27 @@ class _Sync:
             )
 
     def build_models(self, root: Path) -> None:
-        """Builds the SQL models of ``root``; a failure is kept in the result (the synced
-        data stays)."""
+        """Builds the SQL models of ``root`` (its own turn at the file: ``apply`` holds
+        it); a failure is kept in the result (the synced data stays), as is another run
+        found holding the models of every account (``models_over``)."""
         self.out.stage("models")
         self.out.say("sync: building the SQL models ...")
         with self.result.timed("models"):
             from feedback_sync.models.project import apply as apply_models
             from feedback_sync.models.project import load_project
 
+            scope = self.options.models_over
+            target, accounts = (self.target, ()) if scope is None else scope
             try:
-                self.result.models = apply_models(self.target, load_project(root), reuse=True)
-            except ModelError as exc:
-                self.result.models_error = str(exc)
+                self.result.models = apply_models(
+                    target,
+                    load_project(root),
+                    lock_wait=self.options.lock_wait,
+                    reuse=True,
+                    accounts=accounts,
+                )
+            except (ModelError, WarehouseBusy) as exc:  # over every account: another
+                self.result.models_error = str(exc)  # models build may hold them
 
     def rows_now(self) -> dict[str, int]:
         """Rows per table the warehouse holds now; nothing where it holds no table yet (no

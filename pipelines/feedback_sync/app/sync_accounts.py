@@ -5,8 +5,11 @@ A failed account never stops the others: each other account completes and commit
 the command exits 1 with one line per account (requests, rows, time, or the error). Run
 again, the accounts that succeeded make a normal sync (only what changed), and the failed
 ones resume from their last committed state. Accounts whose tables share one DuckDB file
-(the default warehouse) go one at a time: DuckDB takes one writing process per file.
-The models over every account are not built yet (``NO_MODELS``).
+(the default warehouse) fetch side by side and write the file in turns: DuckDB takes one
+writing process per file, and each account's run holds it only around the steps that
+write it (``warehouse/runlock.py``). Then the staging views and marts are built once, over
+every account configured (``models/accounts.py``), those that failed now with what they
+last committed.
 """
 
 from __future__ import annotations
@@ -19,43 +22,61 @@ from typing import Any
 from feedback_sync.app.fanout import AccountRun, run_accounts
 from feedback_sync.warehouse.target import Target
 
-# what a sync with accounts does not do yet: the staging views and marts over every
-# account (each with an ``account`` column) are the next step of this feature
-NO_MODELS = (
-    "models: not built: with accounts configured, the staging views and marts over every "
-    "account are not built yet (the accounts' own tables are loaded)"
-)
-
 
 def sync_accounts(args: argparse.Namespace, target: Target, accounts: tuple[str, ...]) -> int:
     """Syncs each of ``accounts`` into its dataset of ``target``; the exit code."""
     started = time.perf_counter()
-    parallel = args.parallel
+    parallel = min(args.parallel, len(accounts))
     shared = _shared_writer_file(target, accounts)
     if shared is not None and parallel > 1:
-        parallel = 1
         print(
             f"sync: the accounts share one DuckDB file ({shared}), which takes one writer at "
-            "a time: they run one after another",
+            "a time: their fetches overlap, and their loads take the file in turn",
             file=sys.stderr,
         )
-    parallel = min(parallel, len(accounts))
     print(
         f"sync: {len(accounts)} accounts ({', '.join(accounts)}), {parallel} at a time",
         file=sys.stderr,
         flush=True,
     )
     runs = run_accounts(accounts, lambda account: child_argv(args, account), parallel=parallel)
-    code = 0 if all(run.ok for run in runs) else 1
+    models, models_error = None, None
+    if not args.no_models and target.builds_models and any(run.ok for run in runs):
+        models, models_error = _build_models(args, target)
+    code = 0 if all(run.ok for run in runs) and models_error is None else 1
     if args.json:
-        from feedback_sync.app.documents import dumps
+        from feedback_sync.app.documents import dumps, models_document
 
-        print(dumps(document(runs, code)))
+        doc = document(runs, code)
+        doc["models"] = models_document(models)
+        doc["models_error"] = models_error
+        print(dumps(doc))
     else:
         print(summary(runs, target, time.perf_counter() - started))
-        if not args.no_models and target.builds_models:
-            print(NO_MODELS)
+        if models is not None:
+            print(models.summary())
+    if models_error is not None:
+        print(f"feedback-sync sync: error: {models_error}", file=sys.stderr)
     return code
+
+
+def _build_models(args: argparse.Namespace, target: Target) -> tuple[Any, str | None]:
+    """The models over every configured account (``models/accounts.py``), after the
+    accounts' syncs: what was built, or why not."""
+    from feedback_sync.app.accounts import configured_accounts
+    from feedback_sync.app.settings_files import settings_files
+    from feedback_sync.errors import ModelError, WarehouseBusy
+    from feedback_sync.models.project import apply, load_project, sql_dir
+
+    print("sync: building the SQL models over every account ...", file=sys.stderr, flush=True)
+    try:
+        project = load_project(sql_dir(args.sql_dir))
+        accounts = configured_accounts(settings_files())
+        return apply(
+            target, project, lock_wait=float(args.wait), reuse=True, accounts=accounts
+        ), None
+    except (ModelError, WarehouseBusy) as exc:
+        return None, str(exc)
 
 
 def _shared_writer_file(target: Target, accounts: tuple[str, ...]) -> str | None:

@@ -57,9 +57,10 @@ class SyncResult:
     # per history table: versions begun and ended by this run (``warehouse/history.py``)
     versions: dict[str, history.Recorded] = field(default_factory=dict)
     # seconds per step, in run order: start (everything before the first request), fetch
-    # (dlt's extract), load (normalize, load, stale child rows and deletes, the tables'
-    # counts), history (the history step, where one is kept), then parquet and models when
-    # they ran
+    # (dlt's extract), wait (only where the run waited after the fetch for its turn at a
+    # DuckDB file another dataset's run was writing), load (normalize, load, stale child
+    # rows and deletes, the tables' counts), history (the history step, where one is
+    # kept), then parquet and models when they ran
     phases: dict[str, float] = field(default_factory=dict)
     # when the run began (``time.perf_counter``): ``seconds`` and ``start`` count from it
     started: float = field(default_factory=time.perf_counter, repr=False)

@@ -19,6 +19,10 @@ One run:
 Configuration is read the dlt way (``.dlt/``, ``SOURCES__FEEDBACK__*``,
 ``DESTINATION__DUCKDB__CREDENTIALS``); the API key comes from a Prefect ``Secret`` block
 when one is configured (``flows/secrets.py``), and is never a parameter.
+
+In a project of several accounts, a run syncs the one its ``account`` parameter names
+into that account's dataset, holding that dataset's writer slot (``flows/accounts.py``;
+the fan-out flow, ``flows/fanout.py``, starts one run per account).
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ from prefect.client.schemas.objects import State, TaskRun
 from prefect.concurrency.asyncio import ConcurrencySlotAcquisitionError
 from prefect.tasks import Task
 
+from feedback_sync.api.accounts import load_account_settings, section
 from feedback_sync.api.config import load
-from feedback_sync.api.settings import load_settings
+from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.app.failures import explain, is_transient
 from feedback_sync.app.settings import FLOWS
 from feedback_sync.app.settings_files import check_settings_files
@@ -45,8 +50,9 @@ from feedback_sync.app.sync import SyncOptions, SyncResult, run_sync
 from feedback_sync.app.telemetry import telemetry_off_unless_chosen
 from feedback_sync.errors import ChecksFailed, ConfigError, WriterSlotMissing
 from feedback_sync.flows import artifacts, lineage
+from feedback_sync.flows.accounts import MODELS_NOT_BUILT, run_account
 from feedback_sync.flows.logs import RunLogStream, forwarded
-from feedback_sync.flows.secrets import api_key
+from feedback_sync.flows.secrets import api_key, block_name
 from feedback_sync.flows.writer_slot import take_writer_slot
 from feedback_sync.models.checks import (
     Check,
@@ -84,13 +90,35 @@ def retry_transient(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) 
     return error is not None and is_transient(error)
 
 
+def _settings(account: str | None, key: str | None) -> FeedbackSettings:
+    """The source's settings (the account's, where one is named), with the block's key.
+
+    Raises:
+        ConfigError: a setting missing or malformed; an account's missing key also names
+            the Secret block the run looked for.
+    """
+    if account is None:
+        return load_settings(api_key=key)
+    try:
+        return load_account_settings(account, api_key=key)
+    except ConfigError as exc:
+        if key is None and section(account).env("api_key") in str(exc):
+            raise ConfigError(
+                f"{exc}, or in the Prefect Secret block {block_name(account)!r}"
+            ) from None
+        raise
+
+
 @task(name="sync", cache_policy=NO_CACHE, retry_condition_fn=retry_transient)
-def sync(target: Target, full: bool, resources: list[str] | None) -> SyncResult:
-    """``feedback-sync sync`` in-process, its output in the run's logs."""
+def sync(
+    target: Target, full: bool, resources: list[str] | None, account: str | None = None
+) -> SyncResult:
+    """``feedback-sync sync`` in-process (of ``account``, where one is named), its output
+    in the run's logs."""
     logger = get_run_logger()
-    key, origin = api_key()
-    logger.info("API key from %s", origin)
-    settings = load_settings(api_key=key)
+    key, origin = api_key(account)
+    logger.info("API key%s from %s", f" of account {account}" if account else "", origin)
+    settings = _settings(account, key)
     stream = RunLogStream(logger)
     with forwarded(logger):
         options = SyncOptions(
@@ -261,6 +289,7 @@ def feedback_sync(
     parquet_dir: str = "data/parquet",
     delta_dir: str = "data/delta",
     pipelines_dir: str | None = None,
+    account: str | None = None,
 ) -> dict[str, Any]:
     """Sync the Feedback API into the warehouse, build the models, check what landed.
 
@@ -284,14 +313,16 @@ def feedback_sync(
         pipelines_dir: where each warehouse's dlt working folder goes (default:
             ~/.dlt/pipelines/feedback-sync). A fresh one resumes from the state the
             destination holds.
+        account: the account to sync, where several are configured: into the dataset
+            ``<dataset>_<account>``, without the models (the fan-out flow
+            ``feedback-sync-accounts`` starts one run per account).
     """
-    install_log_filters()
-    telemetry_off_unless_chosen()
-    # as every command: a broken settings file, or a key that is no setting, fails by name
-    check_settings_files()
+    start_run()
     logger = get_run_logger()
     _check_parameters(mode, max_row_drop, max_age_hours)
+    account = run_account(account)
     target = flow_target(destination, dataset, parquet_dir, delta_dir, pipelines_dir)
+    target = target.for_account(account) if account else target
     selected = check_resources(resources)
     retries, delays = _retry_options()
     limit = lineage.concurrency_limit(target)
@@ -299,17 +330,17 @@ def feedback_sync(
     with ExitStack() as held:
         _take_slot(held, target, mode, limit)
         logger.info("holding the writer slot %r", limit)
-        state = sync.with_options(retries=retries, retry_delay_seconds=delays)(
-            target, mode == "full", list(selected) if selected else None, return_state=True
-        )
+        syncing = sync.with_options(retries=retries, retry_delay_seconds=delays)
+        chosen = list(selected) if selected else None
+        state = syncing(target, mode == "full", chosen, account, return_state=True)
         result = _synced(state, target, mode)
-        made = _build_models(target, run_models)
+        made = _build_models(target, run_models, account)
         found: list[Check] | None = None
         if checks:
             found = _checks(target, result, made, max_row_drop, max_age_hours)
         # written while the slot is held, so the next run's checks see this run's counts
         _rows_artifacts(target, result, found)
-    reported = publish_assets(target, _base_url(), result, made.built, found or [])
+    reported = publish_assets(target, _base_url(account), result, made.built, found or [])
     skipped = artifacts.skipped_lines(result, selected, made.not_built)
     create_markdown_artifact(
         artifacts.report_markdown(result, found, skipped, limit),
@@ -325,6 +356,15 @@ def feedback_sync(
         "assets": reported,
         "checks": [c.as_dict() for c in found or []],
     }
+
+
+def start_run() -> None:
+    """What every run does first: the log filters, dlt's telemetry, and the settings files
+    checked as every command checks them (a broken file, or a key that is no setting,
+    fails by name)."""
+    install_log_filters()
+    telemetry_off_unless_chosen()
+    check_settings_files()
 
 
 def _take_slot(held: ExitStack, target: Target, mode: str, limit: str) -> None:
@@ -394,10 +434,13 @@ class _Models:
     not_built: str | None = None
 
 
-def _build_models(target: Target, run_models: bool) -> _Models:
-    """Builds the models where the flow and the target call for it (a failure is kept)."""
+def _build_models(target: Target, run_models: bool, account: str | None) -> _Models:
+    """Builds the models where the flow and the target call for it (a failure is kept):
+    not for one account of several (``MODELS_NOT_BUILT``)."""
     if not run_models:
         return _Models(not_built="run_models is off")
+    if account is not None:
+        return _Models(not_built=MODELS_NOT_BUILT)
     if not target.builds_models:
         why = f"they run on DuckDB, Parquet, PostgreSQL and Delta targets, not {target.describe()}"
         get_run_logger().warning("the SQL models were not built: %s", why)
@@ -462,6 +505,9 @@ def _report_failure(target: Target, mode: str, message: str) -> None:
     )
 
 
-def _base_url() -> str:
-    """The API's base URL for lineage keys (no key involved)."""
+def _base_url(account: str | None) -> str:
+    """The API's base URL (the account's, where one is named) for lineage keys (no key
+    involved)."""
+    if account is not None:
+        return load_account_settings(account, api_key="-").base_url
     return load_settings(api_key="-").base_url

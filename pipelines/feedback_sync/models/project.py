@@ -29,7 +29,7 @@ import hashlib
 import json
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from graphlib import CycleError, TopologicalSorter
@@ -40,6 +40,7 @@ import duckdb
 
 from feedback_sync.errors import DataTestsFailed, ModelError
 from feedback_sync.models import datatests
+from feedback_sync.models.accounts import Part, parts, union
 from feedback_sync.models.datatests import DataTest, Outcome
 from feedback_sync.models.settings import MODELS
 from feedback_sync.models.sqlfile import calls, read_header, substitute
@@ -94,6 +95,10 @@ class Model:
     @property
     def relation(self) -> str:
         return f'"{self.layer}"."{self.name}"'
+
+    def relation_in(self, part: Part) -> str:
+        """Where the model is built for ``part``: ``"staging_acme"."ideas"``."""
+        return f'"{part.schema(self.layer)}"."{self.name}"'
 
 
 @dataclass
@@ -180,7 +185,10 @@ def _tests(project: Project, root: Path) -> list[DataTest]:
     """The marts' data tests: those their headers declare, then ``tests/*.sql``."""
 
     def relation(name: str) -> str:
-        return project.model(name).relation
+        """A model's relation as a ref, resolved where the test is rendered (the project's
+        schemas, or an account's); KeyError where no model has that name."""
+        project.model(name)
+        return f"{{{{ ref('{name}') }}}}"
 
     tests: list[DataTest] = []
     names = {m.name for m in project.models}
@@ -192,7 +200,7 @@ def _tests(project: Project, root: Path) -> list[DataTest]:
             continue
         tests += datatests.generic(
             mart=model.name,
-            relation=model.relation,
+            relation=relation(model.name),
             columns=list(model.columns),
             key=model.key,
             lines=model.test_lines,
@@ -376,18 +384,19 @@ def _union_or_empty(selects: list[str], names: Iterable[str]) -> str:
     return f"select {nulls} where false"
 
 
-def render(model: Model, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
+def render(model: Model, project: Project, part: Part, existing: dict[str, set[str]]) -> str:
     """The model's SQL with ``source()`` and ``ref()`` replaced by relations."""
-    return render_sql(model.sql, project, dataset, existing)
+    return render_sql(model.sql, project, part, existing)
 
 
-def render_sql(sql: str, project: Project, dataset: str, existing: dict[str, set[str]]) -> str:
-    """``sql`` with ``source()`` and ``ref()`` replaced by relations."""
+def render_sql(sql: str, project: Project, part: Part, existing: dict[str, set[str]]) -> str:
+    """``sql`` with ``source()`` (``part``'s loaded tables) and ``ref()`` (the models built
+    for ``part``) replaced by relations."""
 
     def replace(kind: str, name: str) -> str:
         if kind == "ref":
-            return project.model(name).relation
-        return source_sql(name, project.sources[name], dataset, existing)
+            return project.model(name).relation_in(part)
+        return source_sql(name, project.sources[name], part.dataset, existing)
 
     return substitute(sql, CALLS, replace)
 
@@ -405,6 +414,10 @@ class BuildResult:
     # the data tests' results (all passed: a failure raises DataTestsFailed); for a reused
     # build, those of the build it reuses (same models, tests and rows: same results)
     tests: list[Outcome] = field(default_factory=list)
+    # with accounts configured: the accounts the models are over, and those configured
+    # but not synced yet (none of their rows are in the models)
+    accounts: list[str] = field(default_factory=list)
+    unsynced: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         marts = ", ".join(f"{name} {rows:,}" for name, rows in self.mart_rows.items())
@@ -413,6 +426,8 @@ class BuildResult:
         generated = [f"staging.{name}" for name in GENERATED_VIEWS]
         own = len([name for name in self.built if name not in generated])
         counted = f"{own} models and the {len(generated)} generated views ({', '.join(generated)})"
+        if self.accounts:
+            counted += f" over {_accounts(self.accounts)}"
         if self.reused_from is not None:
             line = (
                 f"models: {counted} up to date, nothing they read changed since their build "
@@ -422,6 +437,8 @@ class BuildResult:
             line = f"models: built {counted}; mart rows: {marts}"
         if self.missing_sources:
             line += f"; read as empty (not loaded): {', '.join(self.missing_sources)}"
+        if self.unsynced:
+            line += f"; not in them, never synced: {_accounts(self.unsynced)}"
         if self.tests:
             line += "\n" + datatests.summary(self.tests)
         return line
@@ -438,20 +455,64 @@ class BuildResult:
         return out
 
 
+def _accounts(names: Sequence[str]) -> str:
+    word = "account" if len(names) == 1 else "accounts"
+    return f"{len(names)} {word} ({', '.join(names)})"
+
+
+@dataclass
+class _Rendered:
+    """What a build makes for one part: its models' SQL, its generated views' and its data
+    tests', relations resolved."""
+
+    part: Part
+    existing: dict[str, set[str]]
+    models: list[tuple[Model, str]]
+    views: list[tuple[str, str]]
+    tests: list[DataTest]
+
+
+def _render_part(engine: Engine, project: Project, part: Part) -> _Rendered:
+    types = engine.column_types(part.dataset)
+    existing = {table: set(columns) for table, columns in types.items()}
+    models = [
+        (model, render(model, project, part, existing).strip().rstrip(";"))
+        for model in project.models
+    ]
+    views = [
+        (TYPE_DRIFT, type_drift_sql(part.dataset, existing)),
+        (CUSTOM_FIELDS, custom_fields_sql(part.dataset, types)),
+    ]
+    assert tuple(name for name, _ in views) == GENERATED_VIEWS
+    # an account's tests are named with it: "... [acme]"
+    named = "" if part.account is None else f" [{part.account}]"
+    tests = [
+        DataTest(t.mart, t.name + named, render_sql(t.sql, project, part, existing))
+        for t in project.tests
+    ]
+    return _Rendered(part, existing, models, views, tests)
+
+
 def build(
     con: Engine | duckdb.DuckDBPyConnection,
     dataset: str,
     project: Project | None = None,
     reuse: bool = False,
+    accounts: Sequence[str] = (),
 ) -> BuildResult:
     """Builds every model on ``con`` (an engine, or a DuckDB connection) in one transaction.
+
+    With ``accounts``, each account's models are built over its dataset
+    (``<dataset>_<account>``) into its own schemas (``staging_<account>``,
+    ``marts_<account>``: what that account alone gives), and ``staging`` and ``marts`` union
+    them, each with the column ``account`` first (``models/accounts.py``).
 
     With ``reuse``, on DuckDB, a build is skipped when nothing the models read changed since
     the last one: the same rendered SQL, and the same rows in every ``source()`` relation
     (counted and hashed, order aside). Models that call a clock or a random function are
     always built.
 
-    Then the marts' data tests run in the same transaction.
+    Then the marts' data tests run in the same transaction (each account's on its marts).
 
     Raises:
         DataTestsFailed: a data test found rows that break it; nothing of this build is
@@ -461,48 +522,24 @@ def build(
     """
     engine: Engine = DuckDbEngine(con) if isinstance(con, duckdb.DuckDBPyConnection) else con
     project = project or load_project()
-    types = engine.column_types(dataset)
-    existing = {table: set(columns) for table, columns in types.items()}
-    result = BuildResult()
-    result.missing_sources = sorted(t for t in project.sources if t not in existing)
-    rendered = [
-        (model, render(model, project, dataset, existing).strip().rstrip(";"))
-        for model in project.models
-    ]
-    views = [
-        (TYPE_DRIFT, type_drift_sql(dataset, existing)),
-        (CUSTOM_FIELDS, custom_fields_sql(dataset, types)),
-    ]
-    assert tuple(name for name, _ in views) == GENERATED_VIEWS
-    tests = [
-        DataTest(t.mart, t.name, render_sql(t.sql, project, dataset, existing))
-        for t in project.tests
-    ]
+    chosen = parts(dataset, accounts)
+    rendered = [_render_part(engine, project, part) for part in chosen]
+    result = BuildResult(accounts=list(accounts))
+    result.missing_sources = _missing_sources(project, rendered)
+    tests = [test for one in rendered for test in one.tests]
     fingerprint = None
-    statements = [sql for _, sql in rendered] + [t.sql for t in tests]
+    statements = [sql for one in rendered for _, sql in one.models] + [t.sql for t in tests]
     if engine.hashes_rows and not any(_volatile(sql) for sql in statements):
-        fingerprint = _fingerprint(
-            engine,
-            project=project,
-            dataset=dataset,
-            existing=existing,
-            rendered=rendered,
-            views=views,
-            tests=tests,
-        )
-    if reuse and fingerprint is not None:
-        stored = _last_build(engine)
-        if stored is not None and stored[0] == fingerprint and _all_there(engine, project):
-            result.built = [f"{m.layer}.{m.name}" for m in project.models]
-            result.built += [f"staging.{name}" for name, _ in views]
-            result.mart_rows = json.loads(stored[2])
-            result.reused_from = stored[1]
-            result.tests = [Outcome(t.mart, t.name, 0) for t in tests]
-            # the models stand for what is loaded now, as the build did
-            engine.execute(f"update {BUILD_TABLE} set current_at = ?", [datetime.now(UTC)])
-            return result
-    with engine.build(list(LAYERS)):
-        _create(engine, rendered, views, result)
+        fingerprint = _fingerprint(engine, project, rendered)
+    if reuse and fingerprint is not None and _reusable(engine, project, chosen, fingerprint):
+        return _reused(engine, project, tests, result)
+    schemas = list(LAYERS) + [part.schema(layer) for part in chosen for layer in LAYERS]
+    with engine.build(list(dict.fromkeys(schemas))):
+        for one in rendered:
+            _create(engine, one, result)
+        if accounts:
+            union(engine, _relations(project), chosen, LAYERS, result.mart_rows)
+        result.built = _relations(project)
         result.tests = datatests.run(engine, tests)
         if not all(o.passed for o in result.tests):
             raise DataTestsFailed(result.tests)  # rolls the build back
@@ -510,34 +547,64 @@ def build(
     return result
 
 
-def _create(
-    engine: Engine,
-    rendered: list[tuple[Model, str]],
-    views: list[tuple[str, str]],
-    result: BuildResult,
-) -> None:
-    """Makes every model, then the generated views, inside the build's transaction; each
-    one made goes into ``result.built``, and each table's row count into
-    ``result.mart_rows``.
+def _relations(project: Project) -> list[str]:
+    """What every build makes, as ``layer.name``: the models, then the generated views."""
+    return [f"{m.layer}.{m.name}" for m in project.models] + [
+        f"staging.{name}" for name in GENERATED_VIEWS
+    ]
+
+
+def _missing_sources(project: Project, rendered: list[_Rendered]) -> list[str]:
+    """The declared sources a part lacks (``account: table`` where there are accounts)."""
+    missing = []
+    for one in rendered:
+        named = "" if one.part.account is None else f"{one.part.account}: "
+        missing += [named + t for t in sorted(project.sources) if t not in one.existing]
+    return missing
+
+
+def _reusable(engine: Engine, project: Project, parts: list[Part], fingerprint: str) -> bool:
+    stored = _last_build(engine)
+    return stored is not None and stored[0] == fingerprint and _all_there(engine, project, parts)
+
+
+def _reused(
+    engine: Engine, project: Project, tests: list[DataTest], result: BuildResult
+) -> BuildResult:
+    """The result of a build skipped: the last build's, which stands for the data now."""
+    stored = _last_build(engine)
+    assert stored is not None
+    result.built = _relations(project)
+    result.mart_rows = json.loads(stored[2])
+    result.reused_from = stored[1]
+    result.tests = [Outcome(t.mart, t.name, 0) for t in tests]
+    # the models stand for what is loaded now, as the build did
+    engine.execute(f"update {BUILD_TABLE} set current_at = ?", [datetime.now(UTC)])
+    return result
+
+
+def _create(engine: Engine, rendered: _Rendered, result: BuildResult) -> None:
+    """Makes every model of one part, then its generated views, inside the build's
+    transaction; the project's own marts' row counts go into ``result.mart_rows``.
 
     Raises:
         ModelError: names the model that failed and carries the database's message.
     """
-    for model, sql in rendered:
+    part = rendered.part
+    for model, sql in rendered.models:
         kind = LAYERS[model.layer]
+        relation = model.relation_in(part)
         try:
-            engine.create(kind, model.relation, sql)
+            engine.create(kind, relation, sql)
         except engine.errors as exc:
             raise ModelError(
-                f"model {model.layer}.{model.name} ({model.path.name}): {exc}"
+                f"model {part.schema(model.layer)}.{model.name} ({model.path.name}): {exc}"
             ) from None
-        result.built.append(f"{model.layer}.{model.name}")
-        if kind == "table":
-            rows = engine.execute(f"select count(*) from {model.relation}")
+        if kind == "table" and part.account is None:
+            rows = engine.execute(f"select count(*) from {relation}")
             result.mart_rows[model.name] = int(rows[0][0]) if rows else 0
-    for name, sql in views:
-        engine.create("view", f'"staging"."{name}"', sql)
-        result.built.append(f"staging.{name}")
+    for name, sql in rendered.views:
+        engine.create("view", f'"{part.schema("staging")}"."{name}"', sql)
 
 
 def _volatile(sql: str) -> bool:
@@ -570,44 +637,41 @@ def _record_build(engine: Engine, fingerprint: str | None, mart_rows: dict[str, 
     )
 
 
-def _fingerprint(
-    engine: Engine,
-    project: Project,
-    dataset: str,
-    existing: dict[str, set[str]],
-    rendered: list[tuple[Model, str]],
-    views: list[tuple[str, str]],
-    tests: list[DataTest],
-) -> str:
-    """What a build reads, as one digest: every model's, view's and data test's SQL as
-    rendered (so the columns and types that landed), and the rows of every ``source()``
-    relation: their count and the sum of their rows' hashes."""
+def _fingerprint(engine: Engine, project: Project, rendered: list[_Rendered]) -> str:
+    """What a build reads, as one digest: every part's models', views' and data tests' SQL
+    as rendered (so the columns and types that landed, and the schemas built), and the rows
+    of every ``source()`` relation: their count and the sum of their rows' hashes."""
     digest = hashlib.sha256()
-    texts = [sql for _, sql in rendered] + [sql for _, sql in views]
-    for text in texts + [f"{t.mart}\0{t.name}\0{t.sql}" for t in tests]:
-        digest.update(text.encode())
-        digest.update(b"\0")
-    counts = " union all ".join(
-        f"select '{name}', count(*), cast(coalesce(sum(hash(s)), 0) as varchar) "
-        f"from {source_sql(name, declared, dataset, existing)} as s"
-        for name, declared in sorted(project.sources.items())
-    )
-    for row in engine.execute(counts) if counts else ():
-        digest.update(repr(tuple(row)).encode())
+    for one in rendered:
+        texts = [sql for _, sql in one.models] + [sql for _, sql in one.views]
+        for text in texts + [f"{t.mart}\0{t.name}\0{t.sql}" for t in one.tests]:
+            digest.update(text.encode())
+            digest.update(b"\0")
+        counts = " union all ".join(
+            f"select '{name}', count(*), cast(coalesce(sum(hash(s)), 0) as varchar) "
+            f"from {source_sql(name, declared, one.part.dataset, one.existing)} as s"
+            for name, declared in sorted(project.sources.items())
+        )
+        for row in engine.execute(counts) if counts else ():
+            digest.update(repr(tuple(row)).encode())
     return digest.hexdigest()
 
 
-def _all_there(engine: Engine, project: Project) -> bool:
-    """Whether every model's view or table exists (none was dropped since the build)."""
+def _all_there(engine: Engine, project: Project, parts: list[Part]) -> bool:
+    """Whether every model's view or table exists, for every part and for the union over
+    the accounts (none was dropped since the build)."""
+    schemas = set(LAYERS) | {part.schema(layer) for part in parts for layer in LAYERS}
     there = {
         (str(schema), str(name))
         for schema, name in engine.execute(
             "select table_schema, table_name from information_schema.tables "
-            "where table_schema in (?, ?)",
-            list(LAYERS),
+            f"where table_schema in ({', '.join('?' for _ in schemas)})",
+            sorted(schemas),
         )
     }
-    return all((m.layer, m.name) in there for m in project.models)
+    wanted = {(m.layer, m.name) for m in project.models}
+    wanted |= {(part.schema(m.layer), m.name) for part in parts for m in project.models}
+    return wanted <= there
 
 
 def _build_columns(engine: Engine) -> set[str]:
@@ -679,11 +743,19 @@ def describe(project: Project) -> str:
 
 
 def apply(
-    target: Target, project: Project | None = None, lock_wait: float = 0.0, reuse: bool = False
+    target: Target,
+    project: Project | None = None,
+    lock_wait: float = 0.0,
+    reuse: bool = False,
+    accounts: Sequence[str] = (),
 ) -> BuildResult:
     """Builds the models for ``target``, over what the target makes of its loaded tables
     (views of Parquet files, Delta snapshots: ``Target.prepare_models``) and leaving what it
     keeps beside them (the marts as Parquet files: ``Target.after_models``).
+
+    With ``accounts`` (the configured ones), the models are over each account's dataset
+    of ``target`` that was synced (``models/accounts.py``); those never synced are named in
+    the result.
 
     With ``reuse`` (a sync's build), a build whose inputs did not change is skipped
     (``build``). Holds ``target``'s run lock (a sync that builds its models holds it
@@ -695,18 +767,50 @@ def apply(
         WarehouseBusy: another run holds the warehouse (nothing was done).
     """
     with runlock.hold(target, "models", lock_wait):
-        return _apply(target, project, reuse)
+        return _apply(target, project, reuse, accounts)
 
 
-def _apply(target: Target, project: Project | None, reuse: bool) -> BuildResult:
+def _apply(
+    target: Target, project: Project | None, reuse: bool, accounts: Sequence[str]
+) -> BuildResult:
     project = project or load_project()
     with target.open_models(building=True) as (engine, where):
         try:
-            target.prepare_models(engine)
-            result = build(engine, target.dataset, project, reuse=reuse)
+            synced = _prepare(target, engine, accounts)
+            result = build(engine, target.dataset, project, reuse=reuse, accounts=synced)
+            result.unsynced = [account for account in accounts if account not in synced]
             target.after_models(
                 engine, MARTS_SCHEMA, result.mart_rows, reused=result.reused_from is not None
             )
             return result
         except duckdb.Error as exc:  # a model's own failure is named by build()
             raise ModelError(f"{where}: {exc}") from None
+
+
+def _prepare(target: Target, engine: Engine, accounts: Sequence[str]) -> list[str]:
+    """Makes the loaded tables readable to the models (each account's, where there are
+    accounts); the accounts synced, whose tables the models read.
+
+    Raises:
+        ModelError: nothing was synced yet (no account at all, where there are accounts).
+    """
+    if not accounts:
+        target.prepare_models(engine)
+        return []
+    from feedback_sync.warehouse.engines import has_schema
+
+    synced = []
+    for account in accounts:
+        own = target.for_account(account)
+        try:
+            own.prepare_models(engine)
+        except ModelError:
+            continue  # nothing synced: the result names it
+        if has_schema(engine, own.dataset) and engine.column_types(own.dataset):
+            synced.append(account)
+    if not synced:
+        raise ModelError(
+            f"no account is synced into {target.describe()} yet "
+            f"({', '.join(accounts)}): run a sync first"
+        )
+    return synced

@@ -376,11 +376,13 @@ def open_models_file(path: Path, *, read_only: bool = False) -> duckdb_module.Du
 
 
 class KeptFileOpen(KeptOpen):
-    """Keeps the DuckDB file open while a sync's steps run, so each step's connection
-    (dlt's sql clients, each load job) joins the open database instead of opening the file
-    again and closing it after (a checkpoint each time): about 20 ms each, a dozen times a
-    run with nothing to do and once per load job (two per table) in a full sync. Closed
-    before the models, which open it with their own settings."""
+    """Keeps the DuckDB file open while the steps of a sync's turn at it run
+    (``runlock.turn``), so each step's connection (dlt's sql clients, each load job) joins
+    the open database instead of opening the file again and closing it after (a
+    checkpoint each time): about 20 ms each, a dozen times a run with nothing to do and
+    once per load job (two per table) in a full sync. Closed at the end of each turn: the
+    fetch runs with the file closed, for the runs of the file's other datasets to write
+    it, and the models open it with their own settings."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

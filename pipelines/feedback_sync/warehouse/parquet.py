@@ -112,7 +112,9 @@ class Parquet(DuckDb):
         self, *, read_only: bool = False, building: bool = False
     ) -> contextlib.AbstractContextManager[tuple[Engine, str]]:
         self.check_before_run()
-        if building and not any(self.parquet_dir.glob("*.parquet")):
+        # an account's files are in a folder of its own (``for_account``)
+        files = (self.parquet_dir.glob(pattern) for pattern in ("*.parquet", "*/*.parquet"))
+        if building and not any(any(found) for found in files):
             # before the models file is made: a mistyped folder is left as it was
             raise ModelError(f"no Parquet files in {self.parquet_dir}/: run a sync first")
         return super().open_models(read_only=read_only, building=building)

@@ -237,8 +237,9 @@ class Target(ABC):
         return None
 
     def writer_file(self) -> Path | None:
-        """The file one writing process at a time may hold (a DuckDB file), whose lock sits
-        beside it (``runlock``); None where the warehouse admits several writers."""
+        """The file one writing process at a time may hold (a DuckDB file), whose locks sit
+        beside it (``runlock``: the file's turns, each dataset's runs); None where the
+        warehouse admits several writers."""
         return None
 
     # where the data is
@@ -282,7 +283,8 @@ class Target(ABC):
 
     @contextlib.contextmanager
     def kept_open(self) -> Iterator[KeptOpen]:
-        """What a sync keeps open while its steps run (``KeptOpen``), closed at the end."""
+        """What a sync keeps open while the steps of one turn at the warehouse run
+        (``KeptOpen``; ``runlock.turn``), closed at the end of the block."""
         kept = self._kept_open()
         kept.hold()
         try:

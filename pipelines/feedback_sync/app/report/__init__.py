@@ -34,14 +34,16 @@ in ``page`` and its charts in ``charts``; this module joins them and writes the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from feedback_sync.app.report.figures import Freshness, gather, last_load, missing_marts
-from feedback_sync.app.report.page import draw
+from feedback_sync.app.report.page import Board, draw, draw_accounts
 from feedback_sync.app.settings import REPORT
 from feedback_sync.errors import ModelError
-from feedback_sync.models.project import current_since
+from feedback_sync.models.accounts import Part
+from feedback_sync.models.project import MARTS_SCHEMA, current_since
 from feedback_sync.warehouse.engines import Engine
 from feedback_sync.warehouse.target import Target
 
@@ -73,27 +75,59 @@ def currency_setting(chosen: str | None = None) -> str | None:
     return load(REPORT, {"currency": ("--currency", chosen)}).currency
 
 
-def write(target: Target, output: Path, currency: str | None = None) -> Report:
+def write(
+    target: Target, output: Path, currency: str | None = None, accounts: Sequence[str] = ()
+) -> Report:
     """Writes the dashboard of ``target``'s marts to ``output`` (replaced whole).
-    ``currency`` names the unit of money (None: the account's currency).
+    ``currency`` names the unit of money (None: the account's currency). With
+    ``accounts``, one board per account, each from the account's own marts
+    (``marts_<account>``: ``models/accounts.py``).
 
     Raises:
         ModelError: no warehouse, or the marts are not built there.
     """
-    loaded = last_load(target)
-    with target.open_models(read_only=True) as (engine, where):
-        missing = missing_marts(engine)
-        if missing:
-            raise ModelError(
-                f"{where} lacks the marts {', '.join(missing)}: run `feedback-sync models` first"
-            )
-        freshness = Freshness(loaded, current_since(engine))
-        page, charts = render(engine, source=where, freshness=freshness, currency=currency)
+    if accounts:
+        page, charts = _accounts_page(target, accounts, currency)
+    else:
+        loaded = last_load(target)
+        with target.open_models(read_only=True) as (engine, where):
+            missing = missing_marts(engine)
+            if missing:
+                raise ModelError(
+                    f"{where} lacks the marts {', '.join(missing)}: "
+                    "run `feedback-sync models` first"
+                )
+            freshness = Freshness(loaded, current_since(engine))
+            page, charts = render(engine, source=where, freshness=freshness, currency=currency)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.name}.partial")
     partial.write_text(page, encoding="utf-8")
     partial.replace(output)
     return Report(output, charts, len(page.encode()))
+
+
+def _accounts_page(
+    target: Target, accounts: Sequence[str], currency: str | None
+) -> tuple[str, int]:
+    """The page of several accounts: a board for each that has its marts."""
+    # read before the models' file is opened (DuckDB opens a file once per process)
+    loads = {account: last_load(target.for_account(account)) for account in accounts}
+    boards, left_out = [], []
+    with target.open_models(read_only=True) as (engine, where):
+        current = current_since(engine)
+        for account in accounts:
+            schema = Part(target.dataset, account).schema(MARTS_SCHEMA)
+            if missing_marts(engine, schema):
+                left_out.append(account)
+                continue
+            figures = gather(engine, schema)
+            boards.append(Board(account, figures, Freshness(loads[account], current)))
+        if not boards:
+            raise ModelError(
+                f"{where} has the marts of none of the accounts {', '.join(accounts)}: "
+                "sync them, or run `feedback-sync models`"
+            )
+        return draw_accounts(boards, where, currency, left_out)
 
 
 def render(

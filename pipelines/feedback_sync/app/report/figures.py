@@ -101,23 +101,24 @@ def last_load(target: Target) -> datetime | None:
     return stamp.astimezone(UTC) if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
 
 
-def missing_marts(engine: Engine) -> list[str]:
-    """The marts of ``NEEDED`` the warehouse lacks, in that order."""
+def missing_marts(engine: Engine, schema: str = MARTS_SCHEMA) -> list[str]:
+    """The marts of ``NEEDED`` the warehouse lacks in ``schema``, in that order."""
     marts = {
         row[0]
         for row in engine.execute(
             "select table_name from information_schema.tables where table_schema = ?",
-            [MARTS_SCHEMA],
+            [schema],
         )
     }
     return [name for name in NEEDED if name not in marts]
 
 
-def gather(con: Engine) -> Figures:
-    """Every figure of the dashboard, read from the marts of ``con``."""
-    m = MARTS_SCHEMA
+def gather(con: Engine, schema: str = MARTS_SCHEMA) -> Figures:
+    """Every figure of the dashboard, read from the marts of ``con`` in ``schema``
+    (``marts``, or one account's ``marts_<account>``)."""
+    m = f'"{schema}"'
     return Figures(
-        tiles=_tiles(con),
+        tiles=_tiles(con, m),
         ideas=_rows(
             con,
             f"""select idea_name, commenter_monthly_spend, commenter_companies, public_comments,
@@ -165,8 +166,7 @@ def gather(con: Engine) -> Figures:
     )
 
 
-def _tiles(con: Engine) -> Tiles:
-    m = MARTS_SCHEMA
+def _tiles(con: Engine, m: str) -> Tiles:
     row = _rows(
         con,
         f"""

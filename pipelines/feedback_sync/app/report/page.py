@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from feedback_sync.app.report.charts import PALETTE, empty_note, hbars, month_columns, month_lines
@@ -19,11 +20,111 @@ CATEGORIES_IN_TOOLTIP = 6
 ACCOUNT_CURRENCY = "the account's currency"
 
 
+@dataclass(frozen=True)
+class Board:
+    """One account's part of a page over several accounts: its name, its figures (read
+    from its own marts) and how current they are."""
+
+    account: str
+    figures: Figures
+    freshness: Freshness
+
+
 def draw(
     figures: Figures, source: str, freshness: Freshness, currency: str | None
 ) -> tuple[str, int]:
     """The page of ``figures`` read from ``source``, and how many charts it has.
     ``currency`` names the unit of money (None: the account's currency)."""
+    sections = _sections(figures, freshness, currency)
+    page = _PAGE.format(
+        style=_STYLE,
+        header=_HEADER.format(
+            meta=html.escape(f"{_freshness_line(freshness)} · {_unit(currency)}"),
+            tiles=_tiles(figures.tiles, Money(currency)),
+        ),
+        body=f"<main>\n{chr(10).join(sections)}\n</main>",
+        generated=html.escape(moment(datetime.now(UTC))),
+        source=html.escape(source),
+        schemas="schema marts",
+    )
+    return page, len(sections)
+
+
+def draw_accounts(
+    boards: Sequence[Board], source: str, currency: str | None, left_out: Sequence[str]
+) -> tuple[str, int]:
+    """The page of several accounts: one board per account (its tiles and charts, from
+    its own marts), a line naming the accounts shown (and ``left_out``: chosen but with no
+    marts), and a filter that shows one account or all (CSS alone: the page runs no
+    script)."""
+    shown = ", ".join(board.account for board in boards)
+    line = f"Accounts shown: {shown}"
+    if left_out:
+        line += f" (not shown, never synced: {', '.join(left_out)})"
+    radios = [
+        '<label><input type="radio" name="account" id="show-all" checked> every account</label>'
+    ] + [
+        f'<label><input type="radio" name="account" id="show-{b.account}"> {b.account}</label>'
+        for b in boards
+    ]
+    rules = "".join(
+        f'\n  body:has(#show-{b.account}:checked) .board:not([data-account="{b.account}"])'
+        " { display: none; }"
+        for b in boards
+    )
+    parts, charts = [], 0
+    for board in boards:
+        sections = _sections(board.figures, board.freshness, currency)
+        charts += len(sections)
+        parts.append(_board(board, sections, currency))
+    page = _PAGE.format(
+        style=_STYLE + _ACCOUNTS_STYLE.replace("{rules}", rules),
+        header=(
+            f'<header>\n<h1>Feedback dashboard</h1>\n<p class="meta">'
+            f"{html.escape(f'{line} · {_unit(currency)}')}</p>\n"
+            f"{_filter(radios)}</header>"
+        ),
+        body="\n".join(parts),
+        generated=html.escape(moment(datetime.now(UTC))),
+        source=html.escape(source),
+        schemas=f"schemas {', '.join(f'marts_{b.account}' for b in boards)}",
+    )
+    return page, charts
+
+
+def _filter(radios: list[str]) -> str:
+    """The accounts filter, where there is more than one account to choose from."""
+    if len(radios) <= 2:
+        return ""
+    return f'<form class="accounts">Show: {" ".join(radios)}</form>\n'
+
+
+def _board(board: Board, sections: list[str], currency: str | None) -> str:
+    """One account's board: its name, how current its data is, its tiles and charts (the
+    charts' anchors carry its name: ``#acme-demand``)."""
+    account = html.escape(board.account)
+    anchor = '<section id="'
+    named = [section.replace(anchor, f"{anchor}{account}-", 1) for section in sections]
+    return (
+        f'<div class="board" id="account-{account}" data-account="{account}">\n'
+        f'<header>\n<h2 class="account">{account}</h2>\n'
+        f'<p class="meta">{html.escape(_freshness_line(board.freshness))}</p>\n'
+        f'<div class="tiles">{_tiles(board.figures.tiles, Money(currency))}</div>\n</header>\n'
+        f"<main>\n{chr(10).join(named)}\n</main>\n</div>"
+    )
+
+
+def _unit(currency: str | None) -> str:
+    unit = (
+        f"Money is monthly spend in {currency}"
+        if currency
+        else f"Money is monthly spend in {ACCOUNT_CURRENCY} (the API names none)"
+    )
+    return f"{unit}, rounded to whole units."
+
+
+def _sections(figures: Figures, freshness: Freshness, currency: str | None) -> list[str]:
+    """The charts' sections of one account's figures."""
     as_of = freshness.as_of
     money = Money(currency)
     current = date(as_of.year, as_of.month, 1) if as_of is not None else None
@@ -32,7 +133,7 @@ def draw(
         if current is not None and as_of is not None
         else "When the data was last loaded is not known, so no month is marked partial."
     )
-    sections = [
+    return [
         _demand(figures.ideas, money),
         _cadence(figures.posts, figures.categories, current, partial_note),
         _activity(figures.activity, current, partial_note),
@@ -40,19 +141,6 @@ def draw(
         _flow(figures.flow, as_of),
         _coverage(figures.coverage),
     ]
-    unit = (
-        f"Money is monthly spend in {currency}"
-        if currency
-        else f"Money is monthly spend in {ACCOUNT_CURRENCY} (the API names none)"
-    )
-    page = _PAGE.format(
-        tiles=_tiles(figures.tiles, money),
-        meta=html.escape(f"{_freshness_line(freshness)} · {unit}, rounded to whole units."),
-        sections="\n".join(sections),
-        generated=html.escape(moment(datetime.now(UTC))),
-        source=html.escape(source),
-    )
-    return page, len(sections)
 
 
 def _tiles(tiles: Tiles, money: Money) -> str:
@@ -299,6 +387,46 @@ def _section(anchor: str, title: str, note: str, chart: str) -> str:
     )
 
 
+_STYLE = """  :root { color-scheme: light; }
+  body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
+         background: #f8fafc; color: #0f172a; }
+  header, main, footer { margin: 0 auto; padding: 0 24px; max-width: 2400px; }
+  header h1 { font-size: 22px; margin: 24px 0 2px; }
+  .meta { color: #475569; margin: 0; }
+  .tiles { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr));
+            gap: 10px; margin: 16px 0; }
+  .tile { background: #fff; border: 1px solid #e2e8f0; border-radius: 8px; padding: 10px 14px; }
+  .tile b { display: block; font-size: 20px; font-variant-numeric: tabular-nums; }
+  .tile span { color: #64748b; }
+  main { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 640px), 1fr));
+          gap: 14px; align-items: start; }
+  section { background: #fff; border: 1px solid #e2e8f0; border-radius: 8px;
+             padding: 12px 16px 16px; min-width: 0; }
+  section h2 { font-size: 16px; margin: 4px 0; }
+  .note { color: #64748b; margin: 0 0 8px; }
+  svg.chart { width: 100%; height: auto; display: block; }
+  svg text { font-size: 11px; fill: #334155; }
+  svg text.value, svg text.axis { fill: #64748b; }
+  svg .grid { stroke: #e2e8f0; stroke-width: 1; }
+  svg .line { stroke-width: 2; }
+  footer { color: #94a3b8; font-size: 12px; padding-top: 8px; padding-bottom: 24px; }
+"""
+# the page over several accounts: each account's board, and the filter's rules (one per
+# account: with its radio checked, every other board is hidden; ``:has`` needs a browser of
+# 2023 or later, and an older one shows every board)
+_ACCOUNTS_STYLE = """  .accounts { margin: 8px 0 0; color: #475569; }
+  .accounts label { margin-right: 10px; white-space: nowrap; }
+  .board { margin-top: 18px; }
+  .board > header { padding-top: 4px; border-top: 2px solid #cbd5e1; }
+  .board h2.account { font-size: 19px; margin: 10px 0 2px; }{rules}
+"""
+# a header over one account's figures
+_HEADER = """<header>
+<h1>Feedback dashboard</h1>
+<p class="meta">{meta}</p>
+<div class="tiles">{tiles}</div>
+</header>"""
+
 _PAGE = """<!doctype html>
 <html lang="en">
 <head>
@@ -306,41 +434,12 @@ _PAGE = """<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Feedback dashboard</title>
 <style>
-  :root {{ color-scheme: light; }}
-  body {{ font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
-         background: #f8fafc; color: #0f172a; }}
-  header, main, footer {{ margin: 0 auto; padding: 0 24px; max-width: 2400px; }}
-  header h1 {{ font-size: 22px; margin: 24px 0 2px; }}
-  .meta {{ color: #475569; margin: 0; }}
-  .tiles {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr));
-            gap: 10px; margin: 16px 0; }}
-  .tile {{ background: #fff; border: 1px solid #e2e8f0; border-radius: 8px; padding: 10px 14px; }}
-  .tile b {{ display: block; font-size: 20px; font-variant-numeric: tabular-nums; }}
-  .tile span {{ color: #64748b; }}
-  main {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 640px), 1fr));
-          gap: 14px; align-items: start; }}
-  section {{ background: #fff; border: 1px solid #e2e8f0; border-radius: 8px;
-             padding: 12px 16px 16px; min-width: 0; }}
-  section h2 {{ font-size: 16px; margin: 4px 0; }}
-  .note {{ color: #64748b; margin: 0 0 8px; }}
-  svg.chart {{ width: 100%; height: auto; display: block; }}
-  svg text {{ font-size: 11px; fill: #334155; }}
-  svg text.value, svg text.axis {{ fill: #64748b; }}
-  svg .grid {{ stroke: #e2e8f0; stroke-width: 1; }}
-  svg .line {{ stroke-width: 2; }}
-  footer {{ color: #94a3b8; font-size: 12px; padding-top: 8px; padding-bottom: 24px; }}
-</style>
+{style}</style>
 </head>
 <body>
-<header>
-<h1>Feedback dashboard</h1>
-<p class="meta">{meta}</p>
-<div class="tiles">{tiles}</div>
-</header>
-<main>
-{sections}
-</main>
-<footer>Generated {generated} by feedback-sync report from {source} (schema marts).</footer>
+{header}
+{body}
+<footer>Generated {generated} by feedback-sync report from {source} ({schemas}).</footer>
 </body>
 </html>
 """
