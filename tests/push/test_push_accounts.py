@@ -51,10 +51,15 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     run_context.reload(before)
 
 
-def _configure(project: Path, urls: dict[str, str]) -> None:
-    """One table per account (its address, and its key in the secrets file)."""
+def _configure(project: Path, urls: dict[str, str], *, alone: str | None = None) -> None:
+    """One table per account (its address, and its key in the secrets file); or, with
+    ``alone``, a project of one account, that account's server in ``[sources.feedback]``."""
     config = "[sources.feedback]\npage_size = 7\nmax_retries = 1\ntimeout_seconds = 2\n"
     secrets = ""
+    if alone is not None:
+        config += f'base_url = "{urls[alone]}"\n'
+        secrets += f'[sources.feedback]\napi_key = "{KEYS[alone]}"\n'
+        urls = {}
     for name, url in urls.items():
         config += f'[sources.feedback.accounts.{name}]\nbase_url = "{url}"\n'
         secrets += f'[sources.feedback.accounts.{name}]\napi_key = "{KEYS[name]}"\n'
@@ -84,15 +89,10 @@ def _cli(
     return code, out, err
 
 
-def _sync(project: Path, capsys: pytest.CaptureFixture[str], account: str, **kw: Any) -> None:
-    """One account synced, then the models built over its dataset alone (a sync with
-    accounts builds none yet): for Parquet in the account's own folder, for DuckDB in the
-    one file (where they are then that account's only)."""
-    code, out, err = _cli(project, capsys, "sync", "--account", account, **kw)
-    assert code == 0, out + err
-    folder = ["--parquet-dir", f"data/parquet/{account}"]
-    dataset = ["--dataset", f"feedback_{account}"]
-    code, out, err = _cli(project, capsys, "models", *dataset, *folder, **kw)
+def _sync(project: Path, capsys: pytest.CaptureFixture[str], *args: str, **kw: Any) -> None:
+    """A sync (every account configured, each in a process of its own), and the models
+    over every account it builds."""
+    code, out, err = _cli(project, capsys, "sync", *args, **kw)
     assert code == 0, out + err
 
 
@@ -125,10 +125,10 @@ def _topics(server: RunningSandbox) -> set[str]:
         return {t["name"] for t in seen.dump()["topics"]}
 
 
-def _journal(project: Path, account: str) -> dict[str, set[str]]:
-    """The journal schemas of an account's models file and the keys each one's snapshot
-    holds (no API key in any of their rows)."""
-    path = project / "data" / "parquet" / account / "models.duckdb"
+def _journal(project: Path) -> dict[str, set[str]]:
+    """The journal schemas of the Parquet target's models file and the keys each one's
+    snapshot holds (no API key in any of their rows)."""
+    path = project / "data" / "parquet" / "models.duckdb"
     with duckdb.connect(str(path), read_only=True) as con:
         schemas = [
             r[0]
@@ -158,8 +158,7 @@ def test_each_account_lands_at_its_own_server_only_and_once(
         _inspect(acme, globex) as (at_acme, at_globex),
     ):
         _configure(project, {"acme": acme.base_url, "globex": globex.base_url})
-        _sync(project, capsys, "acme")
-        _sync(project, capsys, "globex")
+        _sync(project, capsys)
         seen = {"acme": at_acme, "globex": at_globex}
         before = {name: h.dump() for name, h in seen.items()}
         rows = _rows(before["acme"], "acme") + _rows(before["globex"], "globex")
@@ -217,11 +216,10 @@ def test_each_account_lands_at_its_own_server_only_and_once(
             assert sent and all(r["status"] != 401 for r in sent), "each key at its own server"
 
         # the journal of each account is its own, in its own schema
-        for name in ("acme", "globex"):
-            keys = {r["email"].lower() for r in _rows(before[name], name)} | {"roadmap"}
-            journal = _journal(project, name)
-            assert list(journal) == [f"push_{name}"]
-            assert journal[f"push_{name}"] == keys
+        assert _journal(project) == {
+            f"push_{name}": {r["email"].lower() for r in _rows(before[name], name)} | {"roadmap"}
+            for name in ("acme", "globex")
+        }
 
         # idempotent, per account: a second apply sends nothing to either server
         for h in seen.values():
@@ -261,15 +259,14 @@ def test_one_account_down_never_stops_the_other_and_a_rerun_lands_it(
     with _server("acme") as acme:
         with _server("globex", port) as globex:
             _configure(project, {"acme": acme.base_url, "globex": globex.base_url})
-            _sync(project, capsys, "acme")
-            _sync(project, capsys, "globex")
+            _sync(project, capsys, destination="duckdb")
         topics = [
             {"topic_key": "roadmap", "name": "Acme roadmap", "account": "acme"},
             {"topic_key": "roadmap", "name": "Globex roadmap", "account": "globex"},
         ]
         write_csv(project / "curated" / "topics.csv", topics)
 
-        code, out, err = _push(project, capsys, "--apply", "--json")
+        code, out, err = _push(project, capsys, "--apply", "--json", destination="duckdb")
         assert code == 1, out + err
         document = json.loads(out)
         assert document["ok"] is False and "globex" in document["error"]
@@ -281,14 +278,14 @@ def test_one_account_down_never_stops_the_other_and_a_rerun_lands_it(
         assert "Acme roadmap" in _topics(acme)
 
         # the text summary names it too
-        code, out, err = _push(project, capsys)
+        code, out, err = _push(project, capsys, destination="duckdb")
         assert code == 1
         assert any(line.split()[:2] == ["globex", "failed"] for line in out.splitlines()), out
         assert "failed: globex" in out.splitlines()[-1]
 
         with _server("globex", port) as back, _inspect(acme) as (at_acme,):
             at_acme.mark_requests()
-            code, out, err = _push(project, capsys, "--apply", "--json")
+            code, out, err = _push(project, capsys, "--apply", "--json", destination="duckdb")
             assert code == 0, out + err
             assert writes(at_acme) == [], "what landed is not sent again"
             assert "Globex roadmap" in _topics(back)
@@ -304,8 +301,7 @@ def test_an_input_naming_an_unknown_account_is_refused_before_anything_is_sent(
         _inspect(acme, globex) as seen,
     ):
         _configure(project, {"acme": acme.base_url, "globex": globex.base_url})
-        _sync(project, capsys, "acme")
-        _sync(project, capsys, "globex")
+        _sync(project, capsys)
         for h in seen:
             h.mark_requests()
         topics = [
@@ -331,27 +327,51 @@ def test_an_input_naming_an_unknown_account_is_refused_before_anything_is_sent(
         assert [r for h in seen for r in h.requests()] == [], "nothing read either"
 
 
+def _one_dataset_models_then_accounts(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    urls: dict[str, str],
+    destination: str,
+) -> None:
+    """Models over one dataset, built before the accounts were configured: a project of
+    one account (acme's server) syncing into the dataset ``feedback_acme``; then acme and
+    globex configured as accounts."""
+    _configure(project, urls, alone="acme")
+    _sync(project, capsys, "--dataset", "feedback_acme", destination=destination)
+    _configure(project, urls)
+
+
 @pytest.mark.slow
-def test_duckdb_models_of_another_account_are_not_its_copy(
+def test_models_of_one_dataset_are_the_copy_of_its_account_alone(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One DuckDB file holds the models of the account synced last alone: another account's
-    push would diff against them, and is refused; that account's own push works, and its
-    journal is its own schema of the file."""
+    """Models built before the accounts were configured, over acme's dataset alone (no
+    column account): another account's push would diff against them, and is refused;
+    acme's own push works, and its journal is its own schema of the file."""
     with _server("acme") as acme, _server("globex") as globex:
-        _configure(project, {"acme": acme.base_url, "globex": globex.base_url})
-        _sync(project, capsys, "acme", destination="duckdb")
+        urls = {"acme": acme.base_url, "globex": globex.base_url}
+        _one_dataset_models_then_accounts(project, capsys, urls, "duckdb")
         write_csv(
             project / "curated" / "topics.csv",
-            [{"topic_key": "roadmap", "name": "Globex roadmap", "account": "globex"}],
+            [
+                {"topic_key": "roadmap", "name": "Acme roadmap", "account": "acme"},
+                {"topic_key": "roadmap", "name": "Globex roadmap", "account": "globex"},
+            ],
         )
         code, out, err = _push(project, capsys, "--account", "globex", destination="duckdb")
         assert code == 2, out + err
-        assert "its models are not account globex's" in err
-        assert "staging.ideas does not read its dataset feedback_globex" in err
-        code, out, err = _push(project, capsys, "--account", "acme", destination="duckdb")
+        assert err.strip().splitlines() == [
+            "feedback-sync push: error: data/warehouse.duckdb: its models are not account "
+            "globex's (staging.ideas does not read its dataset feedback_globex, and has no "
+            "column account: built before the accounts were configured?): build the models "
+            "over every account first (`feedback-sync models`)"
+        ]
+        code, out, err = _push(
+            project, capsys, "--account", "acme", "--apply", destination="duckdb"
+        )
         assert code == 0, out + err
-        assert "  topics: skipped: no rows of account acme in its curated input topics" in out
+        assert "Acme roadmap" in _topics(acme) and "Globex roadmap" not in _topics(acme)
+        assert "Acme roadmap" not in _topics(globex) and "Globex roadmap" not in _topics(globex)
     with duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True) as con:
         schemas = {
             r[0]
@@ -366,7 +386,7 @@ def test_one_account_configured_needs_no_column(
 ) -> None:
     with _server("acme") as acme:
         _configure(project, {"acme": acme.base_url})
-        _sync(project, capsys, "acme", destination="duckdb")
+        _sync(project, capsys, destination="duckdb")
         write_csv(
             project / "curated" / "topics.csv", [{"topic_key": "roadmap", "name": "Acme roadmap"}]
         )
@@ -463,27 +483,29 @@ def test_models_of_one_dataset_serve_only_the_account_whose_dataset_they_read(
             Scope(other, three).check_models(con, "here", f"feedback_{other}")
         assert str(refused.value).startswith(
             f"here: its models are not account {other}'s (staging.ideas does not read its "
-            f"dataset feedback_{other}, and has no column account)"
+            f"dataset feedback_{other}, and has no column account: built before the accounts "
+            "were configured?)"
         )
     # read as they are: the relation is the view itself
     assert Scope("acme_eu", three).relation(con, "staging", "ideas") == '"staging"."ideas"'
 
 
 @pytest.mark.slow
-def test_postgres_one_dataset_models_serve_their_account_alone(
+def test_postgres_reads_each_accounts_copy_and_journals_it_apart(
     project: Path,
     capsys: pytest.CaptureFixture[str],
     postgres_dsn: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """On PostgreSQL (the views' SQL as the server prints it back): the models of acme's
-    dataset are acme's copy, not globex's; acme's rows are read from a curated table and
-    its journal is its own schema of the database."""
+    """On PostgreSQL: models of one dataset serve its account alone (what they read asked
+    of the database, whose connection prints a view without its dataset's schema); then,
+    over every account, each account's rows of them; the rows read from a curated table;
+    each account's journal its own schema of the database."""
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", postgres_dsn)
-    with _server("acme") as acme, _server("globex") as globex:
-        _configure(project, {"acme": acme.base_url, "globex": globex.base_url})
-        _sync(project, capsys, "acme", destination="postgres")
-        con = PostgresReader(postgres_dsn)
+    con = PostgresReader(postgres_dsn)
+    with _server("acme") as acme, _server("globex") as globex, _inspect(acme, globex) as seen:
+        urls = {"acme": acme.base_url, "globex": globex.base_url}
+        _one_dataset_models_then_accounts(project, capsys, urls, "postgres")
         try:
             con.execute(
                 "create schema curated; "
@@ -494,21 +516,25 @@ def test_postgres_one_dataset_models_serve_their_account_alone(
             code, out, err = _push(project, capsys, "--account", "globex", destination="postgres")
             assert code == 2, out + err
             assert "its models are not account globex's" in err
-            code, out, err = _push(
-                project, capsys, "--account", "acme", "--apply", destination="postgres"
-            )
+            code, out, err = _push(project, capsys, "--account", "acme", destination="postgres")
             assert code == 0, out + err
-            assert "Acme roadmap" in _topics(acme) and "Globex roadmap" not in _topics(acme)
-            assert "Acme roadmap" not in _topics(globex)
-            schemas = {
-                r[0]
-                for r in con.execute(
-                    "select schema_name from information_schema.schemata "
-                    "where schema_name like 'push%'"
-                )
-            }
-            assert schemas == {"push_acme"}
-            keys = con.execute("select target, key from push_acme._push_snapshot")
-            assert [tuple(r) for r in keys] == [("topics", "roadmap")]
+            assert "1 write(s) planned" in out
+
+            _sync(project, capsys, destination="postgres")  # the models over every account
+            for h in seen:
+                h.mark_requests()
+            code, out, err = _push(project, capsys, "--apply", destination="postgres")
+            assert code == 0, out + err
+            assert [len(writes(h)) for h in seen] == [1, 1]
+            assert "Globex roadmap" in _topics(globex) and "Acme roadmap" not in _topics(globex)
+            assert "Acme roadmap" in _topics(acme)
+            schemas = con.execute(
+                "select schema_name from information_schema.schemata "
+                "where schema_name like 'push%' order by 1"
+            )
+            assert [r[0] for r in schemas] == ["push_acme", "push_globex"]
+            for name in ("acme", "globex"):
+                keys = con.execute(f"select target, key from push_{name}._push_snapshot")
+                assert [tuple(r) for r in keys] == [("topics", "roadmap")]
         finally:
             con.close()

@@ -19,8 +19,9 @@ wait for a parent (a note for its author) and why one is held back, which object
 parents and how they are found, which requests carry custom attributes.
 
 With accounts configured a run is for one account (``PushOptions.scope``, ``scope.py``):
-that account's dataset and run lock (``Target.for_account``), its settings (address, key,
-limits), its curated rows, its rows of the models, and its own journal. ``check_push``
+that account's dataset and run locks (``Target.for_account``), its settings (address, key,
+limits), its curated rows, its rows of the models over every account, and its own journal
+(both where the models are: the warehouse the accounts share). ``check_push``
 checks what such a run would refuse before anything is sent, so that a caller running
 several accounts (``app/push_accounts.py``) sends nothing to any of them when one
 account's input is wrong.
@@ -274,8 +275,10 @@ def run_push(
 
     Holds ``target``'s run lock throughout (``warehouse.runlock``), as a sync does: the
     journal and the diff never meet a sync's half-done load. For an account
-    (``options.scope``), ``target`` is the warehouse and the run holds, and reads, the
-    account's own (``Target.for_account``); ``settings`` default to the account's.
+    (``options.scope``), ``target`` is the warehouse the accounts share: the run holds the
+    account's run locks (``Target.for_account``: its sync's) and the warehouse's (a models
+    build's), reads the models over every account there, and ``settings`` default to the
+    account's.
 
     The targets are ``<sql folder>/push/*.sql`` (``models.project.sql_dir``:
     ``options.sql_folder``, else the configured or shipped one; ``options.push_dir`` names
@@ -289,7 +292,7 @@ def run_push(
     options = options or PushOptions()
     setup = _setup(target, options, out)
     doing = "push --apply" if options.apply else "push (preview)"
-    with runlock.hold(setup.target, doing, options.lock_wait), setup.shown:
+    with _held(setup, doing), setup.shown:
         return _run_push(setup, settings=settings, push_settings=push_settings, transport=transport)
 
 
@@ -308,10 +311,7 @@ def check_push(
     setup = _setup(target, options, None, quiet=True)
     push_settings = push_settings or load_push_settings()
     chosen, declared = _chosen(setup)
-    with (
-        runlock.hold(setup.target, "push (checking)", options.lock_wait),
-        _open_models(setup.target) as (engine, where),
-    ):
+    with _held(setup, "push (checking)"), _open_models(setup.models) as (engine, where):
         options.scope.check_models(engine, where, setup.target.dataset)
         _resolved(setup, push_settings, engine, chosen, declared)
 
@@ -332,9 +332,25 @@ def _setup(
     mode = "off" if quiet else options.progress
     shown = Progress("push", out, mode=mode, every=options.progress_every, rows=rows)
     account = options.scope.account
-    if account is not None:
-        target = target.for_account(account)
-    return _Setup(target=target, options=options, root=root, push_dir=push_dir, shown=shown)
+    mine = target if account is None else target.for_account(account)
+    return _Setup(
+        target=mine, models=target, options=options, root=root, push_dir=push_dir, shown=shown
+    )
+
+
+@contextlib.contextmanager
+def _held(setup: _Setup, doing: str) -> Iterator[None]:
+    """The run locks of the run's (account's) dataset, then the warehouse's whole, whose
+    models it reads and whose journal it writes: a sync of the account never loads, nor a
+    models build rebuilds, under a push (the order a sync of one account takes them in
+    when it builds the models over every account)."""
+    wait = setup.options.lock_wait
+    if setup.models is setup.target:
+        with runlock.hold(setup.target, doing, wait):
+            yield
+        return
+    with runlock.hold_run(setup.target, doing, wait), runlock.hold(setup.models, doing, wait):
+        yield
 
 
 @contextlib.contextmanager
@@ -353,7 +369,8 @@ def _open_models(target: Target) -> Iterator[tuple[Engine, str]]:
 class _Setup:
     """What ``run_push`` settled before it took the run lock."""
 
-    target: Target
+    target: Target  # the run's: the account's, with accounts
+    models: Target  # where the models are (over every account, with accounts) and the journal
     options: PushOptions
     root: Path  # the SQL folder, whose models ``ref()`` reads
     push_dir: Path  # the targets
@@ -376,7 +393,7 @@ def _run_push(
         settings = load_account_settings(scope.account)
     settings = settings or load_settings()
     result = PushResult(applied=options.apply, where=f"{target.describe()} -> {settings.base_url}")
-    with _open_models(target) as (engine, where):
+    with _open_models(setup.models) as (engine, where):
         client = FeedbackClient(settings, transport=transport)
         setup.shown.watch(lambda: _figures(result, client))
         try:

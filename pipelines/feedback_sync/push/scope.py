@@ -6,11 +6,11 @@ did. With accounts configured, a run is for one account (``api/accounts.py``), a
 
 - its curated rows are those whose column ``account`` names it (``curated.py``), or every
   row where the column is left out and this is the only account configured;
-- its copy of the service is that account's rows of the models: of the models built over
-  every account, those whose column ``account`` names it (a filter on each relation);
-  where the models have no such column they are one dataset's, and serve only the account
-  whose dataset they read (``check_models``: another account's copy would make rows look
-  unchanged that are not);
+- its copy of the service is that account's rows of the models over every account
+  (``models/accounts.py``): those whose column ``account`` names it (a filter on each
+  relation). Models without that column are one dataset's (built before the accounts were
+  configured), and serve only the account whose dataset they read (``check_models``:
+  another account's copy would make rows look unchanged that are not);
 - its journal is the schema ``push_<account>``, beside the accounts' datasets
   (``<dataset>_<account>``), so no query of one account's run can see another's rows.
 """
@@ -71,9 +71,9 @@ class Scope:
             return
         raise ConfigError(
             f"{where}: its models are not account {self.account}'s (staging.ideas does not "
-            f"read its dataset {dataset}, and has no column {ACCOUNT}): build that account's "
-            f"models first (`feedback-sync models --dataset {dataset}`; for Parquet with "
-            f"`--parquet-dir` its own folder), then push it alone (`--account {self.account}`)"
+            f"read its dataset {dataset}, and has no column {ACCOUNT}: built before the "
+            "accounts were configured?): build the models over every account first "
+            "(`feedback-sync models`)"
         )
 
 
