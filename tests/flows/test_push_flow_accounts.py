@@ -105,6 +105,11 @@ def test_the_push_flow_pushes_every_account_and_fails_naming_the_one_down(
             _account(monkeypatch, "globex", globex)
             _synced(project)
             _limits(project)
+            # acme's key from its own Secret block, over a stale one in the environment
+            from prefect.blocks.system import Secret
+
+            Secret(value=KEYS["acme"]).save("feedback-api-key-acme", overwrite=True)
+            monkeypatch.setenv("SOURCES__FEEDBACK__ACCOUNTS__ACME__API_KEY", "stale-acme-key")
             write_csv(
                 project / "curated" / "topics.csv",
                 [
@@ -143,4 +148,6 @@ def test_the_push_flow_pushes_every_account_and_fails_naming_the_one_down(
 
         state = feedback_push(account="initech", destination="parquet", return_state=True)
         assert state.is_failed()
-        assert "account initech: no such account; configured: acme, globex" in str(state.message)
+        assert "the parameter account initech: no such account; configured: acme, globex" in str(
+            state.message
+        )

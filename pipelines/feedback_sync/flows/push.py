@@ -17,8 +17,9 @@ after each completed ``feedback-sync/incremental`` run.
 With accounts configured, the run pushes the account its ``account`` parameter names, or
 else every account, one after another as ``feedback-sync push`` does
 (``app/push_accounts.py``): every account's inputs are checked before anything is sent;
-each account then holds its own writer slot, is sent with its own settings, and writes its
-own two artifacts (keyed by its dataset). An account that fails does not stop the others;
+each account then holds its own writer slot, is sent with its own settings (its key from
+its own Secret block, ``secrets.py``), and writes its own two artifacts (keyed by its
+dataset). An account that fails does not stop the others;
 the run fails at the end, naming each account that failed or had rows refused.
 """
 
@@ -69,13 +70,12 @@ def push(target: Target, options: PushOptions) -> PushResult:
 
 
 def _settings(account: str | None) -> FeedbackSettings:
-    """The API settings of the run: the key from the Secret block where one holds it, else
-    resolved the dlt way; an account's always the dlt way (its own table), never the one
-    block's key, which would be another account's."""
-    if account is not None:
-        return load_account_settings(account)
-    key, origin = api_key()
+    """The API settings of the run: the key from the Secret block where one holds it (an
+    account's own block, ``secrets.py``), else resolved the dlt way."""
+    key, origin = api_key(account)
     get_run_logger().info("API key from %s", origin)
+    if account is not None:
+        return load_account_settings(account, api_key=key)
     return load_settings(api_key=key)
 
 
@@ -86,15 +86,15 @@ def flow_accounts(account: str | None) -> tuple[tuple[str, ...], tuple[str, ...]
     Raises:
         ConfigError: ``account`` is given but not configured.
     """
-    from feedback_sync.app.accounts import chosen_accounts, configured_accounts
-    from feedback_sync.app.settings_files import settings_files
+    from feedback_sync.app.accounts import chosen_accounts
+    from feedback_sync.flows.accounts import configured
 
-    configured = configured_accounts(settings_files())
+    names = configured()
     try:
-        chosen = chosen_accounts(configured, [account] if account else None)
+        chosen = chosen_accounts(names, [account] if account else None)
     except ConfigError as exc:
-        raise ConfigError(str(exc).replace("--account", "account", 1)) from None
-    return chosen, configured
+        raise ConfigError(str(exc).replace("--account", "the parameter account", 1)) from None
+    return chosen, names
 
 
 def results_table(result: PushResult) -> list[dict[str, Any]]:
