@@ -104,6 +104,7 @@ def _target(spec: Any, kind: Any) -> list[str]:
 
 def _curated(root: Path) -> list[str]:
     from feedback_sync.push.curated import SCHEMA, load_declarations
+    from feedback_sync.push.scope import ACCOUNT
 
     parts = [
         "## Curated inputs {#curated-inputs}",
@@ -111,7 +112,10 @@ def _curated(root: Path) -> list[str]:
         "`<curated_dir>/name.csv` or `name.parquet` beside DuckDB, Parquet and Delta "
         f"targets ([`curated_dir`](settings.md#push)), else the table {code(SCHEMA + '.name')} "
         "of the warehouse (the only place on PostgreSQL). A declared column that is absent "
-        "reads as NULL; a column that is neither declared nor packed is an error naming it.",
+        "reads as NULL; a column that is neither declared nor packed is an error naming it. "
+        f"Any input may also have a column {code(ACCOUNT)}: with accounts configured, the "
+        "account each row belongs to ([Many accounts]"
+        "(../how-to/accounts.md#push-to-each-account)).",
     ]
     for name, declared in load_declarations(root / "curated.toml").items():
         rows = [(code(c), "yes" if c in declared.required else "") for c in declared.columns]

@@ -213,6 +213,9 @@ def journal() -> list[str]:
         "## The push journal {#push-journal}",
         f"`push` records every run and every write in the schema {code(SCHEMA)} of the "
         "warehouse (for Parquet and Delta, in their models.duckdb file, where the models are). "
+        "With accounts configured, each account's journal is a schema of its own, "
+        f"{code(SCHEMA + '_<account>')}, with the same tables "
+        "([Many accounts](../how-to/accounts.md#push-to-each-account)). "
         "How it uses them after a crash: "
         "[Failures, crashes and reruns](../explanation/failures.md).",
         *sections,

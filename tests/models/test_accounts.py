@@ -229,7 +229,7 @@ def test_parquet_and_delta_accounts_have_the_models_over_every_account(
     assert (folder / "acme" / "ideas.parquet").is_file()
     assert (folder / "globex" / "ideas.parquet").is_file()
     # the marts written as files hold every account's rows, account first
-    marts = duckdb.sql(
+    marts = duckdb.connect().sql(
         f"select account, count(*) from read_parquet('{folder}/marts/idea_engagement.parquet') "
         "group by 1 order by 1"
     ).fetchall()

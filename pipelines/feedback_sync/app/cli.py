@@ -514,6 +514,7 @@ def _push_parser(sub: Any) -> None:
     _sql_dir_argument(p)
     p.add_argument("--samples", type=int, help="changed rows shown per target (default 5)")
     _target_arguments(p)
+    _account_argument(p)
     _wait_argument(p)
     _json_argument(p)
     _progress_argument(p)
@@ -530,6 +531,7 @@ def _run_push(args: argparse.Namespace) -> int:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()] if args.targets else None
     if args.targets is not None and not targets:
         raise UsageError("--targets needs at least one target name")
+    accounts = _accounts(args)
     try:
         push_settings = load_push_settings(curated_dir=args.curated_dir, sample_size=args.samples)
         options = PushOptions(
@@ -540,6 +542,10 @@ def _run_push(args: argparse.Namespace) -> int:
             lock_wait=_wait(args),
             progress=args.progress,
         )
+        if accounts:  # each account in turn, then one summary (app/push_accounts.py)
+            from feedback_sync.app.push_accounts import push_accounts
+
+            return push_accounts(args, _target(args), accounts, options, push_settings)
         result = run_push(_target(args), options, push_settings=push_settings)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None

@@ -14,6 +14,11 @@ reads, in this order:
 A declared column that is absent reads as NULL (a required one is an error), a column
 that is neither declared nor packed is an error naming it (a typo must not be dropped
 silently), and the packs read as ``{}`` when no column has their prefix.
+
+Every input may also have a column ``account``: the account a row belongs to, with accounts
+configured (``scope.py``). ``check_accounts`` holds it to them: required with more than one
+account, every row naming one that is configured; refused with none configured. A run for
+one account reads that account's rows (``select_sql``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedback_sync.errors import ConfigError
+from feedback_sync.push.scope import ACCOUNT, Scope
 from feedback_sync.warehouse.engines import Engine, columns_of, has_relation
 
 SCHEMA = "curated"
@@ -111,7 +117,9 @@ def _checked(con: Engine, table: CuratedTable, relation: str, where: str) -> Sou
     unknown = [
         c
         for c in columns
-        if c not in table.columns and not any(c.startswith(p) for p in table.packs.values())
+        if c not in table.columns
+        and c != ACCOUNT
+        and not any(c.startswith(p) for p in table.packs.values())
     ]
     if unknown:
         prefixes = ", ".join(f"{p}<name> ({pack})" for pack, p in table.packs.items())
@@ -123,9 +131,74 @@ def _checked(con: Engine, table: CuratedTable, relation: str, where: str) -> Sou
     return Source(table, relation, where, columns)
 
 
-def select_sql(source: Source) -> str:
+def check_accounts(con: Engine, source: Source, scope: Scope) -> None:
+    """Holds the input's column ``account`` to the accounts configured: with none, the
+    column is refused; with more than one, it is required; where it is there, every row
+    names an account that is configured.
+
+    Raises:
+        ConfigError: one line naming the input, and the first row that is wrong.
+    """
+    where, configured = source.where, scope.configured
+    if ACCOUNT not in source.columns:
+        if len(configured) > 1:
+            raise ConfigError(
+                f"{where}: no column {ACCOUNT}; with several accounts configured "
+                f"({', '.join(configured)}) each row names the account it belongs to"
+            )
+        return
+    if not configured:
+        raise ConfigError(
+            f"{where}: a column {ACCOUNT}, but no accounts are configured (one table "
+            "[sources.feedback.accounts.<name>] each); remove the column or configure them"
+        )
+    wrong = _wrong_account(con, source, configured)
+    if wrong is None:
+        return
+    row, key, account, count = wrong
+    named = f"row {row}" + (f" ({source.table.required[0]} {key!r})" if key is not None else "")
+    more = f" (and {count - 1:,} more row(s))" if count > 1 else ""
+    if account is None:
+        raise ConfigError(
+            f"{where}: {named} has no {ACCOUNT}{more}; every row names one of "
+            f"{', '.join(configured)}"
+        )
+    raise ConfigError(
+        f"{where}: {named} names account {account!r}, which is not configured{more}; the "
+        f"accounts are {', '.join(configured)}"
+    )
+
+
+def _wrong_account(
+    con: Engine, source: Source, configured: tuple[str, ...]
+) -> tuple[int, str | None, str | None, int] | None:
+    """``(row number, its key, its account, how many rows are wrong)`` of the first row
+    (in the input's order) whose account is empty or not configured, None when none is."""
+    key = source.table.required[0] if source.table.required else None
+    key_sql = f'cast(c."{key}" as varchar)' if key is not None else "null"
+    names = ", ".join(f"'{name}'" for name in configured)
+    sql = (
+        "select n, k, a, count(*) over () as wrong from ("
+        f"select row_number() over () as n, {key_sql} as k, "
+        f"nullif(trim(cast(c.\"{ACCOUNT}\" as varchar)), '') as a "
+        f"from {source.relation} as c) as r "
+        f"where a is null or a not in ({names}) order by n limit 1"
+    )
+    try:
+        _, rows = con.query(con.translate(sql))
+    except con.errors as exc:
+        raise ConfigError(f"cannot read {source.where}: {exc}") from None
+    if not rows:
+        return None
+    row, found, account, count = rows[0]
+    return int(row), found, account, int(count)
+
+
+def select_sql(source: Source, account: str | None = None) -> str:
     """The relation ``curated('name')`` stands for: declared columns (NULL when absent) and
-    the packs as JSON objects."""
+    the packs as JSON objects; with ``account``, that account's rows (all of them where the
+    input has no column ``account``: ``check_accounts`` allowed that for one account
+    alone)."""
     parts = []
     for column in source.table.columns:
         if column in source.columns:
@@ -142,4 +215,7 @@ def select_sql(source: Source) -> str:
             parts.append(f'to_json(struct_pack({fields})) as "{pack}"')
         else:
             parts.append(f"'{{}}'::json as \"{pack}\"")
-    return f"(select {', '.join(parts)} from {source.relation} as c)"
+    mine = ""
+    if account is not None and ACCOUNT in source.columns:
+        mine = f" where trim(cast(c.\"{ACCOUNT}\" as varchar)) = '{account}'"
+    return f"(select {', '.join(parts)} from {source.relation} as c{mine})"

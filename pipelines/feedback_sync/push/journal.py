@@ -1,5 +1,9 @@
 """The push journal, in the warehouse (schema ``push``), so its history lives with the data.
 
+With accounts configured, each account's journal is a schema of its own, ``push_<account>``
+(``scope.Scope.journal_schema``), with the same tables: one account's run never reads
+another's runs, intents or snapshot.
+
 - ``push._push_runs``: one row per run (preview or apply): counts, status, message.
 - ``push._push_rows``: one row per step of an apply and per invalid or held row: the
   target, the key, the action, the state, the payload and its hash, the HTTP status and
@@ -31,12 +35,18 @@ from feedback_sync.warehouse.engines import Engine
 
 SCHEMA = "push"
 
+
+def ddl(schema: str) -> str:
+    """The journal's tables in ``schema``."""
+    return _DDL.replace("{schema}", schema)
+
+
 # the comment before each table says what one row is: the tables reference
 # (docs/reference/tables.md, written by ./run docs) is made from it
-DDL = f"""
-create schema if not exists {SCHEMA};
+_DDL = """
+create schema if not exists {schema};
 -- one row per push run (a preview or an apply): its targets, counts, status and message
-create table if not exists {SCHEMA}._push_runs (
+create table if not exists {schema}._push_runs (
     run_id varchar, started_at timestamptz, finished_at timestamptz, applied boolean,
     forced boolean, targets varchar[], status varchar, creates bigint, updates bigint,
     deletes bigint, unchanged bigint, invalid bigint, rejected bigint, held bigint,
@@ -44,18 +54,19 @@ create table if not exists {SCHEMA}._push_runs (
 );
 -- one row per step of an apply (a write is journaled as its intent, then its outcome,
 -- under the same seq) and per invalid or held row
-create table if not exists {SCHEMA}._push_rows (
+create table if not exists {schema}._push_rows (
     run_id varchar, seq bigint, target varchar, key varchar, action varchar, state varchar,
     idx varchar, payload_hash varchar, payload json, http_status integer, message varchar,
     recorded_at timestamptz
 );
 -- one row per target and key: the idx and what the service last confirmed (it moves only
 -- after the server confirmed a write)
-create table if not exists {SCHEMA}._push_snapshot (
+create table if not exists {schema}._push_snapshot (
     target varchar, key varchar, idx varchar, payload_hash varchar, fields json,
     confirmed_at double precision, deleted boolean, desired_hash varchar
 );
 """
+DDL = ddl(SCHEMA)
 
 
 def payload_hash(payload: Any) -> str:
@@ -114,24 +125,25 @@ class Pending:
 
 
 class Journal:
-    """Writes the journal; thread-safe (one lock around the one connection)."""
+    """Writes the journal in ``schema``; thread-safe (one lock around the one connection)."""
 
-    def __init__(self, con: Engine) -> None:
+    def __init__(self, con: Engine, schema: str = SCHEMA) -> None:
         self.con = con
+        self.schema = schema
         self._lock = threading.Lock()
         self._seq = 0
         self.run_id = ""
-        con.execute(DDL)
+        con.execute(ddl(schema))
 
     def start(self, applied: bool, forced: bool, targets: list[str]) -> str:
         self.run_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
         with self._lock:
             self.con.execute(
-                f"update {SCHEMA}._push_runs set status = 'crashed', "
+                f"update {self.schema}._push_runs set status = 'crashed', "
                 "message = 'the run stopped before it finished' where status = 'running'"
             )
             self.con.execute(
-                f"insert into {SCHEMA}._push_runs "
+                f"insert into {self.schema}._push_runs "
                 "(run_id, started_at, applied, forced, targets, status) "
                 "values (?, now(), ?, ?, ?, 'running')",
                 [self.run_id, applied, forced, targets],
@@ -141,9 +153,9 @@ class Journal:
     def finish(self, status: str, counts: dict[str, int], message: str | None) -> None:
         with self._lock:
             self.con.execute(
-                f"update {SCHEMA}._push_runs set finished_at = now(), status = ?, creates = ?, "
-                "updates = ?, deletes = ?, unchanged = ?, invalid = ?, rejected = ?, held = ?, "
-                "message = ? where run_id = ?",
+                f"update {self.schema}._push_runs set finished_at = now(), status = ?, "
+                "creates = ?, updates = ?, deletes = ?, unchanged = ?, invalid = ?, "
+                "rejected = ?, held = ?, message = ? where run_id = ?",
                 [
                     status,
                     *(
@@ -197,7 +209,7 @@ class Journal:
         message: str | None,
     ) -> None:
         self.con.execute(
-            f"insert into {SCHEMA}._push_rows values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
+            f"insert into {self.schema}._push_rows values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now())",
             [
                 self.run_id,
                 seq,
@@ -277,10 +289,10 @@ class Journal:
         deleted: bool,
     ) -> None:
         self.con.execute(
-            f"delete from {SCHEMA}._push_snapshot where target = ? and key = ?", [target, key]
+            f"delete from {self.schema}._push_snapshot where target = ? and key = ?", [target, key]
         )
         self.con.execute(
-            f"insert into {SCHEMA}._push_snapshot values (?, ?, ?, ?, ?, ?, ?, ?)",
+            f"insert into {self.schema}._push_snapshot values (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 target,
                 key,
@@ -296,7 +308,7 @@ class Journal:
     def known(self, target: str) -> dict[str, Known]:
         rows = self.con.execute(
             "select key, idx, confirmed_at, payload_hash, deleted, desired_hash "
-            f"from {SCHEMA}._push_snapshot where target = ?",
+            f"from {self.schema}._push_snapshot where target = ?",
             [target],
         )
         return {k: Known(idx, float(at), h, bool(d), dh) for k, idx, at, h, d, dh in rows}
@@ -307,10 +319,10 @@ class Journal:
             f"""
             select i.run_id, i.seq, i.target, i.key, i.action, i.idx,
                    cast(i.payload as varchar) as payload
-            from {SCHEMA}._push_rows as i
+            from {self.schema}._push_rows as i
             where i.target = ? and i.state = 'intent' and i.run_id <> ?
               and not exists (
-                select 1 from {SCHEMA}._push_rows as o
+                select 1 from {self.schema}._push_rows as o
                 where o.run_id = i.run_id and o.seq = i.seq and o.state <> 'intent')
             order by i.run_id, i.seq
             """,
@@ -333,7 +345,7 @@ class Journal:
         """Closes an earlier run's intent (``recovered``: it landed; ``absent``: it did not)."""
         with self._lock:
             self.con.execute(
-                f"insert into {SCHEMA}._push_rows "
+                f"insert into {self.schema}._push_rows "
                 "values (?, ?, ?, ?, ?, ?, ?, null, null, null, ?, now())",
                 [
                     pending.run_id,

@@ -18,6 +18,14 @@ The runner asks each target's kind (``kinds/``) what only that kind needs: which
 wait for a parent (a note for its author) and why one is held back, which objects are the
 parents and how they are found, which requests carry custom attributes.
 
+With accounts configured a run is for one account (``PushOptions.scope``, ``scope.py``):
+that account's dataset and run locks (``Target.for_account``), its settings (address, key,
+limits), its curated rows, its rows of the models over every account, and its own journal
+(both where the models are: the warehouse the accounts share). ``check_push``
+checks what such a run would refuse before anything is sent, so that a caller running
+several accounts (``app/push_accounts.py``) sends nothing to any of them when one
+account's input is wrong.
+
 Exit codes (``PushResult.exit_code``): 0 when everything planned landed, 1 when rows were
 invalid, rejected or held, a target was refused, or the run failed.
 """
@@ -28,12 +36,14 @@ import contextlib
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
 
+from feedback_sync.api.accounts import load_account_settings
 from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.settings import FeedbackSettings, load_settings
 from feedback_sync.errors import ConfigError, ModelError
@@ -44,13 +54,14 @@ from feedback_sync.push.journal import Journal, fields_hash
 from feedback_sync.push.kinds import KINDS
 from feedback_sync.push.kinds.base import Context, Kind, Parents, show_field
 from feedback_sync.push.plan import Limits, Step, TargetPlan, plan_target
+from feedback_sync.push.scope import Scope
 from feedback_sync.push.send import Sender
 from feedback_sync.push.settings import PushSettings, load_push_settings
 from feedback_sync.push.targets import TargetSpec, load_targets, render
 from feedback_sync.push.values import shown
 from feedback_sync.redaction import SCRUBBER
 from feedback_sync.warehouse import runlock
-from feedback_sync.warehouse.engines import Engine, has_schema, records
+from feedback_sync.warehouse.engines import Engine, records
 from feedback_sync.warehouse.target import Target
 
 log = logging.getLogger("feedback_sync")
@@ -233,7 +244,8 @@ class PushOptions:
     (``apply``) or only previews, whether a refused target is sent anyway (``force``), the
     SQL folder whose models ``ref()`` reads (``models.project.sql_dir``: None is the
     configured or shipped one) and the folder of targets (None: its ``push/``), how long it
-    waits for the warehouse's run lock, and how it shows its progress (``progress.py``)."""
+    waits for the warehouse's run lock, how it shows its progress (``progress.py``), and
+    the account it pushes (``scope``: none where no accounts are configured)."""
 
     targets: list[str] | None = None
     apply: bool = False
@@ -243,6 +255,7 @@ class PushOptions:
     lock_wait: float = 0.0
     progress: str = "auto"
     progress_every: float = 5.0
+    scope: Scope = field(default_factory=Scope)
 
 
 def run_push(
@@ -261,7 +274,11 @@ def run_push(
     (``PushResult.report``).
 
     Holds ``target``'s run lock throughout (``warehouse.runlock``), as a sync does: the
-    journal and the diff never meet a sync's half-done load.
+    journal and the diff never meet a sync's half-done load. For an account
+    (``options.scope``), ``target`` is the warehouse the accounts share: the run holds the
+    account's run locks (``Target.for_account``: its sync's) and the warehouse's (a models
+    build's), reads the models over every account there, and ``settings`` default to the
+    account's.
 
     The targets are ``<sql folder>/push/*.sql`` (``models.project.sql_dir``:
     ``options.sql_folder``, else the configured or shipped one; ``options.push_dir`` names
@@ -273,23 +290,87 @@ def run_push(
         WarehouseBusy: another run holds the warehouse (nothing was done).
     """
     options = options or PushOptions()
+    setup = _setup(target, options, out)
+    doing = "push --apply" if options.apply else "push (preview)"
+    with _held(setup, doing), setup.shown:
+        return _run_push(setup, settings=settings, push_settings=push_settings, transport=transport)
+
+
+def check_push(
+    target: Target, options: PushOptions, *, push_settings: PushSettings | None = None
+) -> None:
+    """What ``run_push`` with these options would refuse before it sends anything, checked
+    without sending, reading the service or journaling: the targets asked for, the models
+    (``Scope.check_models``), and every curated input the targets read (its columns, and
+    its column ``account``: ``curated.check_accounts``).
+
+    Raises:
+        ConfigError: as ``run_push`` would (exit code 2).
+        WarehouseBusy: another run holds the (account's) warehouse.
+    """
+    setup = _setup(target, options, None, quiet=True)
+    push_settings = push_settings or load_push_settings()
+    chosen, declared = _chosen(setup)
+    with _held(setup, "push (checking)"), _open_models(setup.models) as (engine, where):
+        options.scope.check_models(engine, where, setup.target.dataset)
+        _resolved(setup, push_settings, engine, chosen, declared)
+
+
+def _setup(
+    target: Target, options: PushOptions, out: IO[str] | None, quiet: bool = False
+) -> _Setup:
+    """The run's folders, its progress display and its (account's) target; nothing opened.
+
+    Raises:
+        ConfigError: the folder of targets does not exist.
+    """
     root = sql_dir(options.sql_folder)
     push_dir = root / "push" if options.push_dir is None else options.push_dir
     if not push_dir.is_dir():
         raise ConfigError(f"{push_dir}: no such folder (the push targets, <sql folder>/push/)")
     rows = "rows sent" if options.apply else "writes planned"
-    shown = Progress("push", out, mode=options.progress, every=options.progress_every, rows=rows)
-    setup = _Setup(target=target, options=options, root=root, push_dir=push_dir, shown=shown)
-    doing = "push --apply" if options.apply else "push (preview)"
-    with runlock.hold(target, doing, options.lock_wait), shown:
-        return _run_push(setup, settings=settings, push_settings=push_settings, transport=transport)
+    mode = "off" if quiet else options.progress
+    shown = Progress("push", out, mode=mode, every=options.progress_every, rows=rows)
+    account = options.scope.account
+    mine = target if account is None else target.for_account(account)
+    return _Setup(
+        target=mine, models=target, options=options, root=root, push_dir=push_dir, shown=shown
+    )
+
+
+@contextlib.contextmanager
+def _held(setup: _Setup, doing: str) -> Iterator[None]:
+    """The run locks of the run's (account's) dataset, then the warehouse's whole, whose
+    models it reads and whose journal it writes: a sync of the account never loads, nor a
+    models build rebuilds, under a push (the order a sync of one account takes them in
+    when it builds the models over every account)."""
+    wait = setup.options.lock_wait
+    if setup.models is setup.target:
+        with runlock.hold(setup.target, doing, wait):
+            yield
+        return
+    with runlock.hold_run(setup.target, doing, wait), runlock.hold(setup.models, doing, wait):
+        yield
+
+
+@contextlib.contextmanager
+def _open_models(target: Target) -> Iterator[tuple[Engine, str]]:
+    """The engine the push reads and journals in (the models'); a target that keeps none,
+    or has none yet, is a ConfigError."""
+    with contextlib.ExitStack() as opened:
+        try:
+            engine, where = opened.enter_context(target.open_models())
+        except ModelError as exc:
+            raise ConfigError(str(exc)) from None
+        yield engine, where
 
 
 @dataclass(frozen=True)
 class _Setup:
     """What ``run_push`` settled before it took the run lock."""
 
-    target: Target
+    target: Target  # the run's: the account's, with accounts
+    models: Target  # where the models are (over every account, with accounts) and the journal
     options: PushOptions
     root: Path  # the SQL folder, whose models ``ref()`` reads
     push_dir: Path  # the targets
@@ -306,24 +387,20 @@ def _run_push(
     started = time.perf_counter()
     push_settings = push_settings or load_push_settings()
     chosen, declared = _chosen(setup)
-    settings = settings or load_settings()
     target, options = setup.target, setup.options
+    scope = options.scope
+    if settings is None and scope.account is not None:
+        settings = load_account_settings(scope.account)
+    settings = settings or load_settings()
     result = PushResult(applied=options.apply, where=f"{target.describe()} -> {settings.base_url}")
-    with contextlib.ExitStack() as opened:
-        try:
-            engine, where = opened.enter_context(target.open_models())
-        except ModelError as exc:
-            raise ConfigError(str(exc)) from None
+    with _open_models(setup.models) as (engine, where):
         client = FeedbackClient(settings, transport=transport)
         setup.shown.watch(lambda: _figures(result, client))
         try:
-            if not has_schema(engine, "staging"):
-                raise ConfigError(
-                    f"{where} has no staging models: run `feedback-sync models` (or a sync) first"
-                )
-            journal = Journal(engine)
+            scope.check_models(engine, where, target.dataset)
+            journal = Journal(engine, scope.journal_schema())
             result.run_id = journal.start(options.apply, options.force, [s.name for s in chosen])
-            base = Context(engine, target.dataset, client, "")
+            base = Context(engine, target.dataset, client, "", scope=scope)
             run = _Run(setup, push_settings, journal, result, base)
             run.journaled(chosen, declared)
         finally:
@@ -376,7 +453,9 @@ class _Run:
         self.result = result
         # the warehouse and the client, for no target yet
         self.base = base
-        base.known_ideas = _set(base, "select idea_idx as idx from staging.ideas")
+        ideas = base.model("ideas")
+        if ideas is not None:
+            base.known_ideas = _set(base, f"select idea_idx as idx from {ideas} as i")
         self.parents = _parents(base, self.options.apply)
 
     def journaled(
@@ -402,35 +481,49 @@ class _Run:
     def _targets(
         self, chosen: list[TargetSpec], declared: dict[str, curated_inputs.CuratedTable]
     ) -> None:
-        """Each chosen target in turn: its inputs, its plan, and (``apply``) its writes."""
+        """Every target's inputs first (a wrong one stops the run before anything is
+        sent), then each chosen target in turn: its plan, and (``apply``) its writes."""
         base, shown = self.base, self.setup.shown
-        project = load_project(self.setup.root)
-        refs = {m.name: m.relation for m in project.models}
-        variables = self.push_settings.variables()
-        reads_files = self.setup.target.reads_curated_files
-        folder = self.push_settings.curated_dir if reads_files else None
+        inputs = _resolved(self.setup, self.push_settings, base.con, chosen, declared)
+        self.result.skipped.update(inputs.skipped)
         for spec in chosen:
-            sources, reason = _inputs(spec, declared, base.con, folder, variables, refs)
-            if reason is not None:
-                if self.options.targets:
-                    raise ConfigError(f"push target {spec.name}: {reason}")
-                self.result.skipped[spec.name] = reason
+            if spec.name not in inputs.sources:
+                continue
+            none = self._none_of_account(spec, inputs.sources[spec.name])
+            if none is not None:
+                self.result.skipped[spec.name] = none
                 continue
             ctx = Context(
                 con=base.con,
                 dataset=base.dataset,
                 client=base.client,
                 target=spec.name,
+                scope=base.scope,
                 parent_idx=self.parents,
                 known_ideas=base.known_ideas,
             )
             shown.stage(f"planning {spec.name}")
             shown.say(f"push: planning {spec.name} ...")
-            sql = render(spec, sources, refs, variables)
+            sql = render(spec, inputs.sources[spec.name], inputs.refs, inputs.variables)
             plan = self._plan(spec, sql, ctx)
             self.result.plans.append(plan)
             if self.options.apply:
                 self._send(plan, ctx)
+
+    def _none_of_account(self, spec: TargetSpec, sources: dict[str, str]) -> str | None:
+        """Why a target is skipped for the run's account: its curated inputs hold no row
+        of that account, and it never pushed anything for it. (An account without rows is
+        not a broken input; a target that pushed for it before keeps the empty-set
+        refusal, ``plan.Limits``.)"""
+        account, con = self.base.scope.account, self.base.con
+        if account is None or not sources or self.journal.known(spec.name):
+            return None
+        for sql in sources.values():
+            rows = con.execute(con.translate(f"select count(*) from {sql} as s"))
+            if rows and rows[0][0]:
+                return None
+        inputs = ", ".join(sorted(sources))
+        return f"no rows of account {account} in its curated input {inputs}"
 
     def _plan(self, spec: TargetSpec, sql: str, ctx: Context) -> TargetPlan:
         """The target's rows (its ``sql``) read, diffed with the service and the journal,
@@ -493,6 +586,50 @@ def _parents(base: Context, applied: bool) -> Parents:
     return Parents()
 
 
+@dataclass
+class _Inputs:
+    """What the chosen targets read, for the run's account: per target the SQL of each of
+    its curated inputs (a target skipped is in ``skipped``, with why), the relations
+    ``ref()`` names, and the push settings ``var()`` reads."""
+
+    sources: dict[str, dict[str, str]]
+    skipped: dict[str, str]
+    refs: dict[str, str]
+    variables: dict[str, Any]
+
+
+def _resolved(
+    setup: _Setup,
+    push_settings: PushSettings,
+    con: Engine,
+    chosen: list[TargetSpec],
+    declared: dict[str, curated_inputs.CuratedTable],
+) -> _Inputs:
+    """Every chosen target's inputs, found and checked.
+
+    Raises:
+        ConfigError: an input that is wrong (its columns, its accounts), a target that
+            names what does not exist, or a target asked for by name that would be skipped.
+    """
+    scope = setup.options.scope
+    project = load_project(setup.root)
+    refs = {m.name: scope.relation(con, m.layer, m.name) for m in project.models}
+    variables = push_settings.variables()
+    folder = push_settings.curated_dir if setup.target.reads_curated_files else None
+    found = _Inputs({}, {}, refs, variables)
+    for spec in chosen:
+        sources, reason = _inputs(
+            spec, declared, con, folder=folder, variables=variables, refs=refs, scope=scope
+        )
+        if reason is None:
+            found.sources[spec.name] = sources
+        elif setup.options.targets:
+            raise ConfigError(f"push target {spec.name}: {reason}")
+        else:
+            found.skipped[spec.name] = reason
+    return found
+
+
 def _inputs(
     spec: TargetSpec,
     declared: dict[str, curated_inputs.CuratedTable],
@@ -500,12 +637,14 @@ def _inputs(
     folder: Path | None,
     variables: dict[str, Any],
     refs: dict[str, str],
+    scope: Scope,
 ) -> tuple[dict[str, str], str | None]:
-    """The SQL of each curated input the target reads, or why the target is skipped (an
-    input or a setting it needs is missing).
+    """The SQL of each curated input the target reads (``scope``'s account's rows), or why
+    the target is skipped (an input or a setting it needs is missing).
 
     Raises:
-        ConfigError: the target names an input or a model that does not exist.
+        ConfigError: the target names an input or a model that does not exist, or an input
+            is wrong (``curated.check_accounts``).
     """
     sources: dict[str, str] = {}
     reason = None
@@ -517,7 +656,8 @@ def _inputs(
             where = f"{folder}/{name}.csv or .parquet, or " if folder else ""
             reason = f"no curated input {name} ({where}a table curated.{name})"
             break
-        sources[name] = curated_inputs.select_sql(source)
+        curated_inputs.check_accounts(con, source, scope)
+        sources[name] = curated_inputs.select_sql(source, scope.account)
     missing_vars = [v for v in sorted(spec.variables) if variables.get(v) is None]
     if reason is None and missing_vars:
         wanted = ", ".join("push." + v for v in missing_vars)

@@ -75,13 +75,15 @@ class Announcements(Kind):
     def copy(
         self, ctx: Context, known: dict[str, str], records: dict[str, Record]
     ) -> dict[str, Held]:
-        if not ctx.has("staging", "announcements"):
+        announcements = ctx.model("announcements")
+        if announcements is None:
             return {}
         loaded = ctx.load_times("announcements")
         by_idx = {idx: key for key, idx in known.items()}
         rows = ctx.query(
             "select announcement_idx, title, content_markdown, published_at, author_idx "
-            "from staging.announcements where content_markdown like '%feedback-sync:' || ? || ':%' "
+            f"from {announcements} as a "
+            "where content_markdown like '%feedback-sync:' || ? || ':%' "
             "or announcement_idx in (select unnest(?::varchar[]))",
             [ctx.target, list(by_idx)],
         )
@@ -102,17 +104,17 @@ class Announcements(Kind):
                 ("category_idxs",): [],
             }
             out[key] = Held(idx, fields, loaded.get(idx, 0.0))
-        if out and ctx.has("staging", "announcement_ideas"):
+        if out and ctx.model("announcement_ideas") is not None:
             owners = {h.idx: h for h in out.values()}
             for table, column, name in (
                 ("announcement_ideas", "idea_idx", "idea_idxs"),
                 ("announcement_categories", "category_idx", "category_idxs"),
             ):
-                if not ctx.has("staging", table):
+                items = ctx.model(table)
+                if items is None:
                     continue
                 for row in ctx.query(
-                    f"select announcement_idx, {column} as item from staging.{table} "
-                    "order by position"
+                    f"select announcement_idx, {column} as item from {items} as i order by position"
                 ):
                     held = owners.get(row["announcement_idx"])
                     if held is not None:

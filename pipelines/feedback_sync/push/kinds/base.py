@@ -24,6 +24,7 @@ from urllib.parse import quote, unquote
 from feedback_sync.api.client import FeedbackClient
 from feedback_sync.api.paging import Chain, CursorPaginator, PageNumberPaginator, walk
 from feedback_sync.errors import BadValue
+from feedback_sync.push.scope import Scope
 from feedback_sync.warehouse.engines import Engine, has_relation, records
 
 Field = tuple[str, ...]
@@ -89,9 +90,11 @@ class Context:
     """What kinds read besides their rows."""
 
     con: Engine  # the warehouse (DuckDB or PostgreSQL)
-    dataset: str
+    dataset: str  # the loaded tables (the account's dataset, with accounts)
     client: FeedbackClient
     target: str
+    # the account the run pushes: which rows of the models are its copy of the service
+    scope: Scope = field(default_factory=Scope)
     # a parent's key -> its idx (``Parents``: this run's writes first)
     parent_idx: Callable[[str], str | None] = lambda key: None
     known_ideas: set[str] = field(default_factory=set)
@@ -104,6 +107,11 @@ class Context:
 
     def has(self, schema: str, table: str) -> bool:
         return has_relation(self.con, schema, table)
+
+    def model(self, name: str) -> str | None:
+        """The staging view ``name`` as this run's copy of the service (its account's
+        rows), to be read ``from <it> as <alias>``; None where it was not built."""
+        return self.scope.model(self.con, name)
 
     def load_times(self, table: str) -> dict[str, float]:
         """idx -> when the forward sync loaded that row (dlt's load id is a unix time)."""

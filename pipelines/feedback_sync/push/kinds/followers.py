@@ -59,11 +59,12 @@ class Followers(Kind):
     def copy(
         self, ctx: Context, known: dict[str, str], records: dict[str, Record]
     ) -> dict[str, Held]:
-        if not ctx.has("staging", "followers"):
+        followers = ctx.model("followers")
+        if followers is None:
             return {}
         loaded = ctx.load_times("followers")
         by_idx: dict[str, tuple[str, Held]] = {}
-        for row in ctx.query("select follower_idx, follower_name, email from staging.followers"):
+        for row in ctx.query(f"select follower_idx, follower_name, email from {followers} as f"):
             if not isinstance(row["email"], str):
                 continue
             held = Held(
@@ -72,20 +73,22 @@ class Followers(Kind):
                 loaded.get(row["follower_idx"], 0.0),
             )
             by_idx[row["follower_idx"]] = (row["email"].lower(), held)
-        if ctx.has("staging", "follower_attributes"):
+        attributes = ctx.model("follower_attributes")
+        if attributes is not None:
             for row in ctx.query(
                 "select follower_idx, attribute_key, attribute_value, value_type "
-                "from staging.follower_attributes"
+                f"from {attributes} as a"
             ):
                 entry = by_idx.get(row["follower_idx"])
                 if entry:
                     entry[1].fields[("attributes", row["attribute_key"])] = _typed(
                         row["attribute_value"], row["value_type"]
                     )
-        if ctx.has("staging", "follower_companies"):
+        companies = ctx.model("follower_companies")
+        if companies is not None:
             for row in ctx.query(
                 "select follower_idx, company_id, company_name, monthly_spend, "
-                "monthly_spend_as_sent, company_attributes from staging.follower_companies"
+                f"monthly_spend_as_sent, company_attributes from {companies} as c"
             ):
                 entry = by_idx.get(row["follower_idx"])
                 if not entry:
@@ -364,9 +367,10 @@ class FollowerResolver(Parents):
                 return f"<idx of the follower created for {email}>"
             if self._copy is None:
                 self._copy = {}
-                if self._ctx.has("staging", "followers"):
+                followers = self._ctx.model("followers")
+                if followers is not None:
                     for idx, address in self._ctx.con.execute(
-                        "select follower_idx, email from staging.followers"
+                        f"select follower_idx, email from {followers} as f"
                     ):
                         if isinstance(address, str):
                             self._copy[address.lower()] = idx

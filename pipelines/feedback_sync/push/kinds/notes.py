@@ -71,13 +71,14 @@ class IdeaNotes(Kind):
     def copy(
         self, ctx: Context, known: dict[str, str], records: dict[str, Record]
     ) -> dict[str, Held]:
-        if not ctx.has("staging", "comments"):
+        comments = ctx.model("comments")
+        if comments is None:
             return {}
         loaded = ctx.load_times("comments")
         out: dict[str, Held] = {}
         by_idx = {idx: key for key, idx in known.items()}
         rows = ctx.query(
-            "select comment_idx, idea_idx, message from staging.comments "
+            f"select comment_idx, idea_idx, message from {comments} as c "
             "where is_private and (message like '%feedback-sync:' || ? || ':%' "
             "or comment_idx in (select unnest(?::varchar[])))",
             [ctx.target, list(by_idx)],

@@ -80,12 +80,12 @@ class Taxonomy(Kind):
     def copy(
         self, ctx: Context, known: dict[str, str], records: dict[str, Record]
     ) -> dict[str, Held]:
-        if not ctx.has("staging", self.staging):
+        relation = ctx.model(self.staging)
+        if relation is None:
             return {}
         loaded = ctx.load_times(self.resource)
         rows = ctx.query(
-            f"select {self.staging_idx} as idx, {self.staging_name} as name "
-            f"from staging.{self.staging}"
+            f"select {self.staging_idx} as idx, {self.staging_name} as name from {relation} as t"
         )
         return self._objects(
             ((r["idx"], r["name"], loaded.get(r["idx"], 0.0), None) for r in rows),
