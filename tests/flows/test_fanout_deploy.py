@@ -19,7 +19,7 @@ from feedback_sync.warehouse.target import make_target
 
 from tests.flows.prefect_api import PrefectApi
 from tests.support.prefect_local import LocalPrefect, free_port, wait_for_runs
-from tests.sync.harness import Harness
+from tests.sync.accounts import assert_account_equals_truth
 
 pytestmark = pytest.mark.slow
 
@@ -77,15 +77,6 @@ def _children(api: PrefectApi, parent: dict[str, Any]) -> dict[str, dict[str, An
         {"flow_runs": {"parent_task_run_id": {"any_": [t["id"] for t in tasks]}}},
     )
     return {r["parameters"]["account"]: r for r in runs}
-
-
-def _truth(tmp: Path, server: RunningSandbox, account: str) -> None:
-    check = Harness(server, tmp / "data")
-    check.dataset = f"feedback_{account}"
-    try:
-        check.assert_equals_truth()
-    finally:
-        check.close()
 
 
 def test_accounts_fan_out_over_two_workers_and_a_rerun_lands_the_failed_one(
@@ -148,7 +139,7 @@ def _run_it(
     account_deployment = api.get("deployments/name/feedback-sync/account")["id"]
     assert {r["deployment_id"] for r in children.values()} == {account_deployment}
     for name in ("acme", "globex"):
-        _truth(tmp, servers[name], name)
+        assert_account_equals_truth(tmp, servers[name], name)
     logs = api.logs_with(children["globex"]["id"], "Secret block 'feedback-api-key-globex'")
     assert "API key of account globex from the Prefect Secret block" in logs
     # the failed account's run retried its sync once ([flows] sync_retries), on its own
@@ -176,9 +167,9 @@ def _run_it(
         assert second["state"]["type"] == "COMPLETED", second["state"]
         again = _children(api, second)
         assert {r["state"]["type"] for r in again.values()} == {"COMPLETED"}
-        _truth(tmp, back, "initech")
+        assert_account_equals_truth(tmp, back, "initech")
     for name in ("acme", "globex"):
-        _truth(tmp, servers[name], name)
+        assert_account_equals_truth(tmp, servers[name], name)
     report = api.artifacts(artifact_key(warehouse, "accounts"))[0]["data"]
     assert "3 of 3 accounts completed." in report
     assert "over 3 accounts (acme, globex, initech)" in report

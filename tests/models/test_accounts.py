@@ -21,7 +21,13 @@ from feedback_sync.sandbox.server import RunningSandbox
 
 from tests.models.test_models import PROJECT, _same, _utc
 from tests.models.truth import Truth
-from tests.sync.accounts import configure_three, free_port, servers, write_settings
+from tests.sync.accounts import (
+    configure_three,
+    configure_two,
+    free_port,
+    servers,
+    write_settings,
+)
 from tests.sync.conftest import project
 
 __all__ = ["project"]  # the fixture, shared with the accounts' sync tests
@@ -91,13 +97,7 @@ def test_the_marts_over_accounts_hold_each_accounts_own_truth(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with servers() as (acme, globex):
-        write_settings(
-            project,
-            f'[sources.feedback.accounts.acme]\nbase_url = "{acme.base_url}"\n'
-            f'[sources.feedback.accounts.globex]\nbase_url = "{globex.base_url}"\n',
-            f'[sources.feedback.accounts.acme]\napi_key = "{acme.api_key}"\n'
-            f'[sources.feedback.accounts.globex]\napi_key = "{globex.api_key}"\n',
-        )
+        configure_two(project, acme, globex)
         code, document = _sync(project, capsys)
         assert code == 0, (document["error"], document.get("models_error"), capsys.readouterr())
         models = document["models"]
@@ -210,13 +210,7 @@ def test_parquet_and_delta_accounts_have_the_models_over_every_account(
     project: Path, capsys: pytest.CaptureFixture[str], destination: str
 ) -> None:
     with servers() as (acme, globex):
-        write_settings(
-            project,
-            f'[sources.feedback.accounts.acme]\nbase_url = "{acme.base_url}"\n'
-            f'[sources.feedback.accounts.globex]\nbase_url = "{globex.base_url}"\n',
-            f'[sources.feedback.accounts.acme]\napi_key = "{acme.api_key}"\n'
-            f'[sources.feedback.accounts.globex]\napi_key = "{globex.api_key}"\n',
-        )
+        configure_two(project, acme, globex)
         code, document = _sync(project, capsys, "--destination", destination)
         assert code == 0, document["error"]
         assert document["models"]["accounts"] == ["acme", "globex"]
@@ -229,10 +223,14 @@ def test_parquet_and_delta_accounts_have_the_models_over_every_account(
     assert (folder / "acme" / "ideas.parquet").is_file()
     assert (folder / "globex" / "ideas.parquet").is_file()
     # the marts written as files hold every account's rows, account first
-    marts = duckdb.connect().sql(
-        f"select account, count(*) from read_parquet('{folder}/marts/idea_engagement.parquet') "
-        "group by 1 order by 1"
-    ).fetchall()
+    marts = (
+        duckdb.connect()
+        .sql(
+            f"select account, count(*) from read_parquet('{folder}/marts/idea_engagement.parquet') "
+            "group by 1 order by 1"
+        )
+        .fetchall()
+    )
     assert marts == [(name, len(dump["ideas"])) for name, dump in dumps.items()]
 
 

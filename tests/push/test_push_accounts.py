@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import socket
 from collections.abc import Iterator
@@ -28,27 +27,13 @@ from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 from feedback_sync.warehouse.engines.duckdb import DuckDbEngine
 
 from tests.push.helpers import NEW, accounts, push, write_csv, writes
+from tests.sync.conftest import project
 from tests.sync.harness import Harness, PostgresReader
+
+__all__ = ["project"]  # the accounts tests' project fixture
 
 KEYS = {"acme": "acme-key-1234", "globex": "globex-key-5678"}
 SEEDS = {"acme": 1, "globex": 2}
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An empty project folder, the current one, with no source setting in the
-    environment; dlt's settings read from it, and from where they were read before once
-    the test ends."""
-    for name in list(os.environ):
-        if name.startswith(("SOURCES__", "PUSH__")):
-            monkeypatch.delenv(name)
-    (tmp_path / ".dlt").mkdir()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DLT_PROJECT_DIR", str(tmp_path))
-    run_context = Container()[PluggableRunContext]
-    before = run_context.context.run_dir
-    yield tmp_path
-    run_context.reload(before)
 
 
 def _configure(project: Path, urls: dict[str, str], *, alone: str | None = None) -> None:

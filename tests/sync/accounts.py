@@ -14,6 +14,8 @@ from dlt.common.configuration.specs.pluggable_run_context import PluggableRunCon
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 
+from tests.sync.harness import Harness
+
 # the key of the account whose server is never started (``configure_three``)
 INITECH_KEY = "initech-key-9999"
 
@@ -55,3 +57,24 @@ def configure_three(project: Path, acme: RunningSandbox, globex: RunningSandbox,
         f'[sources.feedback.accounts.globex]\napi_key = "{globex.api_key}"\n'
         f'[sources.feedback.accounts.initech]\napi_key = "{INITECH_KEY}"\n',
     )
+
+
+def configure_two(project: Path, acme: RunningSandbox, globex: RunningSandbox) -> None:
+    """Accounts acme and globex on their servers, with their keys."""
+    write_settings(
+        project,
+        f'[sources.feedback.accounts.acme]\nbase_url = "{acme.base_url}"\n'
+        f'[sources.feedback.accounts.globex]\nbase_url = "{globex.base_url}"\n',
+        f'[sources.feedback.accounts.acme]\napi_key = "{acme.api_key}"\n'
+        f'[sources.feedback.accounts.globex]\napi_key = "{globex.api_key}"\n',
+    )
+
+
+def assert_account_equals_truth(project: Path, server: RunningSandbox, account: str) -> None:
+    """The account's dataset of the project's DuckDB file holds exactly ``server``'s data."""
+    check = Harness(server, project / "data")
+    check.dataset = f"feedback_{account}"
+    try:
+        check.assert_equals_truth()
+    finally:
+        check.close()

@@ -20,7 +20,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     environment (the children inherit it); dlt's settings read from it in this process
     too, and from where they were read before once the test ends."""
     for name in list(os.environ):
-        if name.startswith("SOURCES__"):
+        if name.startswith(("SOURCES__", "PUSH__")):
             monkeypatch.delenv(name)
     (tmp_path / ".dlt").mkdir()
     monkeypatch.chdir(tmp_path)

@@ -16,8 +16,13 @@ from feedback_sync.errors import ConfigError
 from feedback_sync.sandbox.app import create_app
 from feedback_sync.sandbox.server import RunningSandbox, serve_in_thread
 
-from tests.sync.accounts import configure_three, free_port, servers, write_settings
-from tests.sync.harness import Harness
+from tests.sync.accounts import (
+    assert_account_equals_truth,
+    configure_three,
+    free_port,
+    servers,
+    write_settings,
+)
 
 
 def _files(project: Path) -> list[Path]:
@@ -133,15 +138,6 @@ def _sync(project: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tup
     return code, {**document, "_stderr": err}
 
 
-def _truth(project: Path, server: RunningSandbox, account: str) -> None:
-    check = Harness(server, project / "data")
-    check.dataset = f"feedback_{account}"
-    try:
-        check.assert_equals_truth()
-    finally:
-        check.close()
-
-
 @pytest.mark.slow
 def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
     project: Path, capsys: pytest.CaptureFixture[str]
@@ -160,8 +156,8 @@ def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
         # the advice names the account's own variable, not the one-account project's
         assert "(SOURCES__FEEDBACK__ACCOUNTS__INITECH__BASE_URL)" in runs["initech"]["error"]
         # each healthy account landed exactly its own server's data, in its own dataset
-        _truth(project, acme, "acme")
-        _truth(project, globex, "globex")
+        assert_account_equals_truth(project, acme, "acme")
+        assert_account_equals_truth(project, globex, "globex")
         # the progress of each account is relayed, named; no key of one in another's lines
         err = document["_stderr"]
         assert "[acme] " in err and "[globex] " in err and "[initech] " in err
@@ -180,8 +176,8 @@ def test_a_failed_account_never_stops_the_others_and_a_rerun_lands_it(
             for name in ("acme", "globex"):
                 assert not runs[name]["result"]["full"]
                 assert runs[name]["requests"] < first_requests[name] / 2
-            _truth(project, back, "initech")
-            _truth(project, acme, "acme")
+            assert_account_equals_truth(project, back, "initech")
+            assert_account_equals_truth(project, acme, "acme")
     with duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True) as con:
         schemas = {
             row[0]
@@ -212,7 +208,7 @@ def test_one_account_chosen_runs_in_this_process_with_a_readable_summary(
     code, out = _text_sync(project, capsys, "globex")
     assert code == 0
     assert "dataset feedback_globex" in out
-    _truth(project, three[1], "globex")
+    assert_account_equals_truth(project, three[1], "globex")
     with duckdb.connect(str(project / "data" / "warehouse.duckdb"), read_only=True) as con:
         count = con.execute(
             "select count(*) from information_schema.schemata "

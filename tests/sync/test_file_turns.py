@@ -21,7 +21,7 @@ from feedback_sync.warehouse import runlock
 from feedback_sync.warehouse.target import Target, make_target
 
 from reliability.kills import LiveRun
-from tests.sync.accounts import servers, write_settings
+from tests.sync.accounts import assert_account_equals_truth, servers, write_settings
 from tests.sync.harness import Harness
 
 # every answer of the slowed account's server, until the test lets it go: far longer than
@@ -169,15 +169,6 @@ def _loaded_at(project: Path, account: str) -> float:
     return float(row[0]) / 1000
 
 
-def _truth(project: Path, server: RunningSandbox, account: str) -> None:
-    check = Harness(server, project / "data")
-    check.dataset = f"feedback_{account}"
-    try:
-        check.assert_equals_truth()
-    finally:
-        check.close()
-
-
 @pytest.mark.slow
 def test_accounts_sharing_one_duckdb_file_fetch_side_by_side(
     project: Path, two: tuple[RunningSandbox, RunningSandbox], slowed: Harness
@@ -214,8 +205,8 @@ def test_accounts_sharing_one_duckdb_file_fetch_side_by_side(
         # acme asked its server for more after globex's load had completed: still fetching
         asked = [request["at"] for request in slowed.requests()]
         assert min(asked) < _loaded_at(project, "globex") < max(asked)
-        _truth(project, acme, "acme")
-        _truth(project, globex, "globex")
+        assert_account_equals_truth(project, acme, "acme")
+        assert_account_equals_truth(project, globex, "globex")
 
 
 def test_a_load_waits_for_the_turn_of_another_dataset_and_says_so(harness: Harness) -> None:
@@ -286,5 +277,5 @@ def test_a_second_run_of_an_account_fails_at_once_while_another_account_runs_thr
     asked = [request["at"] for request in slowed.requests()]
     assert _loaded_at(project, "globex") < max(asked)  # the first was still fetching
     assert first.popen.returncode == 0, "\n".join(first.seen)
-    _truth(project, acme, "acme")
-    _truth(project, globex, "globex")
+    assert_account_equals_truth(project, acme, "acme")
+    assert_account_equals_truth(project, globex, "globex")
