@@ -19,6 +19,7 @@ from dlt.common.configuration.container import Container
 from dlt.common.configuration.specs.pluggable_run_context import PluggableRunContext
 from feedback_sync.app.cli import main
 from feedback_sync.errors import ConfigError
+from feedback_sync.models.project import _record_build
 from feedback_sync.push import curated
 from feedback_sync.push.scope import Scope
 from feedback_sync.push.targets import PUSH_DIR
@@ -446,11 +447,34 @@ def test_models_over_every_account_are_read_for_the_run_account_alone() -> None:
         "select 'acme' as account, 'ide_1' as idea_idx "
         "union all select 'globex', 'ide_2'"
     )
+    _record_build(con, None, {}, both)
     Scope("globex", both).check_models(con, "here", "feedback_globex")
     relation = Scope("globex", both).relation(con, "staging", "ideas")
     assert con.execute(f"select idea_idx from {relation} as i") == [("ide_2",)]
     assert Scope().relation(con, "staging", "ideas") == '"staging"."ideas"'
     assert Scope("globex", both).model(con, "comments") is None
+
+
+def test_an_account_the_models_are_not_over_is_refused_not_diffed_with_nothing() -> None:
+    """An account never synced when the models over every account were built has no rows
+    in them: diffed with that, every curated row of its would look new."""
+    con = DuckDbEngine(duckdb.connect())
+    con.execute(
+        "create schema staging; create view staging.ideas as "
+        "select 'acme' as account, 'ide_1' as idea_idx"
+    )
+    both = ("acme", "globex")
+    with pytest.raises(ConfigError, match="built over no"):
+        Scope("acme", both).check_models(con, "here", "feedback_acme")  # no build recorded
+    _record_build(con, None, {}, ["acme"])
+    Scope("acme", both).check_models(con, "here", "feedback_acme")
+    with pytest.raises(ConfigError) as refused:
+        Scope("globex", both).check_models(con, "here", "feedback_globex")
+    assert str(refused.value) == (
+        "here: the models over every account are over acme, not account globex's: sync it "
+        "first (its models are built after its sync), or run `feedback-sync models` after "
+        "it synced"
+    )
 
 
 @pytest.mark.parametrize("quoted", [True, False])

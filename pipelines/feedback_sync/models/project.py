@@ -543,7 +543,7 @@ def build(
         result.tests = datatests.run(engine, tests)
         if not all(o.passed for o in result.tests):
             raise DataTestsFailed(result.tests)  # rolls the build back
-        _record_build(engine, fingerprint, result.mart_rows)
+        _record_build(engine, fingerprint, result.mart_rows, accounts)
     return result
 
 
@@ -621,20 +621,35 @@ def _volatile(sql: str) -> bool:
     return any(_VOLATILE.search(token.text) for token in tokens)
 
 
-def _record_build(engine: Engine, fingerprint: str | None, mart_rows: dict[str, int]) -> None:
+def _record_build(
+    engine: Engine, fingerprint: str | None, mart_rows: dict[str, int], accounts: Sequence[str]
+) -> None:
     """The build's record, made anew (an earlier version's lacks ``current_at``). The time
-    is this machine's, as dlt's ``_dlt_loads.inserted_at`` is the loader's."""
+    is this machine's, as dlt's ``_dlt_loads.inserted_at`` is the loader's. ``accounts``:
+    those the models are over (a JSON list; empty for one dataset's)."""
     now = datetime.now(UTC)
     engine.execute(f'create schema if not exists "{BUILD_SCHEMA}"')
     engine.execute(f"drop table if exists {BUILD_TABLE}")
     engine.execute(
         f"create table {BUILD_TABLE} (fingerprint varchar, built_at timestamptz, "
-        "current_at timestamptz, mart_rows varchar)"
+        "current_at timestamptz, mart_rows varchar, accounts varchar)"
     )
     engine.execute(
-        f"insert into {BUILD_TABLE} values (?, ?, ?, ?)",
-        [fingerprint, now, now, json.dumps(mart_rows)],
+        f"insert into {BUILD_TABLE} values (?, ?, ?, ?, ?)",
+        [fingerprint, now, now, json.dumps(mart_rows), json.dumps(list(accounts))],
     )
+
+
+def built_accounts(engine: Engine) -> list[str] | None:
+    """The accounts the models of ``engine`` are over, as their last build recorded them
+    (empty: one dataset's); None where no build recorded them (none yet, or an earlier
+    version's)."""
+    if "accounts" not in _build_columns(engine):
+        return None
+    rows = engine.execute(f"select accounts from {BUILD_TABLE}")
+    if not rows or not isinstance(rows[0][0], str):
+        return None
+    return [str(name) for name in json.loads(rows[0][0])]
 
 
 def _fingerprint(engine: Engine, project: Project, rendered: list[_Rendered]) -> str:
@@ -688,7 +703,7 @@ def _last_build(engine: Engine) -> tuple[str, Any, str] | None:
     """``(fingerprint, built_at, mart_rows)`` of the last build, where it recorded them the
     way this version does (an earlier version's record is not reused: the build makes it
     anew)."""
-    if "current_at" not in _build_columns(engine):
+    if "accounts" not in _build_columns(engine):
         return None
     rows = engine.execute(f"select fingerprint, built_at, mart_rows from {BUILD_TABLE}")
     return (str(rows[0][0]), rows[0][1], str(rows[0][2])) if rows else None

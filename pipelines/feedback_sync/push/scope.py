@@ -67,13 +67,32 @@ class Scope:
             )
         if self.account is None or not has_relation(con, *_PROBE):
             return
-        if ACCOUNT in _columns(con, *_PROBE) or _reads(con, dataset):
+        if ACCOUNT in _columns(con, *_PROBE):
+            self._check_built_over(con, where)
+            return
+        if _reads(con, dataset):
             return
         raise ConfigError(
             f"{where}: its models are not account {self.account}'s (staging.ideas does not "
             f"read its dataset {dataset}, and has no column {ACCOUNT}: built before the "
             "accounts were configured?): build the models over every account first "
             "(`feedback-sync models`)"
+        )
+
+    def _check_built_over(self, con: Engine, where: str) -> None:
+        """Raises ``ConfigError`` unless the models over every account hold this account's
+        rows: an account left out of them (never synced when they were built) would be
+        diffed with an empty copy, and every row of its would look new."""
+        from feedback_sync.models.project import built_accounts
+
+        built = built_accounts(con)
+        if built is not None and self.account in built:
+            return
+        over = f"over {', '.join(built)}" if built else "built over no account"
+        raise ConfigError(
+            f"{where}: the models over every account are {over}, not account "
+            f"{self.account}'s: sync it first (its models are built after its sync), or "
+            "run `feedback-sync models` after it synced"
         )
 
 
