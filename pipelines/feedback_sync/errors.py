@@ -19,6 +19,7 @@ True, False, or None where its cause decides).
     ├── ModelError                1  a model cannot be built, or the warehouse keeps none
     │   ├── DependentViewError       someone's view that reads the models does not compile
     │   ├── DeltaError               a Delta table the models cannot read as files
+    │   ├── NothingSynced            the models find no loaded tables (no sync yet)
     │   └── DataTestsFailed          a data test of the marts found rows that break it (the
     │                                build was rolled back: the previous models stay)
     ├── ChecksFailed              1  data checks on a sync failed (the Prefect flow)
@@ -128,6 +129,11 @@ class DependentViewError(ModelError):
 
 class DeltaError(ModelError):
     """A Delta table the models cannot read as files."""
+
+
+class NothingSynced(ModelError):
+    """The models find no loaded tables where they look: nothing was synced there yet (a
+    build over accounts leaves such an account out, and names it)."""
 
 
 class _Outcome(Protocol):

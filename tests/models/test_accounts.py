@@ -279,3 +279,40 @@ def test_a_model_with_its_own_account_column_is_refused_over_accounts(tmp_path: 
     ).fetchone() == (0,)
     # one account's models alone build
     assert build(con, "feedback_a", load_project(sql)).built
+
+
+def test_a_build_over_accounts_never_reads_an_accounts_sync_half_done(tmp_path: Path) -> None:
+    """Into Parquet (or PostgreSQL, Delta) nothing else keeps a build out of an account's
+    sync: a build that finds one running leaves the models as they were, and says why."""
+    import threading
+
+    from feedback_sync.errors import WarehouseBusy
+    from feedback_sync.models.project import apply
+    from feedback_sync.warehouse import runlock
+    from feedback_sync.warehouse.target import make_target
+
+    target = make_target(
+        "parquet", parquet_dir=tmp_path / "parquet", pipelines_dir=tmp_path / "pipelines"
+    )
+    holding, done = threading.Event(), threading.Event()
+
+    def globex_syncing() -> None:
+        with runlock.hold_run(target.for_account("globex"), "sync"):
+            holding.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=globex_syncing)
+    thread.start()
+    try:
+        assert holding.wait(30)
+        with pytest.raises(WarehouseBusy) as busy:
+            apply(target, accounts=["acme", "globex"])
+        assert str(busy.value).startswith(
+            "the models over every account were not rebuilt: account globex is being synced"
+        )
+    finally:
+        done.set()
+        thread.join()
+    # once it ended, the build goes on (here: to say nothing was synced)
+    with pytest.raises(ModelError, match="no Parquet files"):
+        apply(target, accounts=["acme", "globex"])

@@ -58,6 +58,48 @@ def test_a_bad_account_name_is_one_line_exit_2(
     assert "config.toml" in err[0]
 
 
+@pytest.mark.parametrize("name", ["staging", "acme_staging"])
+def test_an_account_named_like_dlts_staging_dataset_is_refused(
+    project: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``acme_staging`` would land in ``feedback_acme_staging``: dlt's own dataset of
+    account acme, which its merges truncate."""
+    write_settings(project, f'[sources.feedback.accounts.{name}]\nbase_url = "http://x/v1"\n')
+    assert main(["sync", "--no-models"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert f"account name {name!r} may not be 'staging' or end in '_staging'" in err[0]
+
+
+@pytest.mark.parametrize("dataset", ["staging", "marts", "push", "curated", "_feedback_sync"])
+def test_a_dataset_named_like_a_schema_of_the_models_is_refused(
+    project: Path, dataset: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sync", "--dataset", dataset]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--dataset may not be {dataset!r}" in err[0], err
+
+
+def test_the_reserved_datasets_are_the_schemas_kept_beside_them() -> None:
+    from feedback_sync.models.project import BUILD_SCHEMA, LAYERS
+    from feedback_sync.push.curated import SCHEMA as CURATED
+    from feedback_sync.push.journal import SCHEMA as JOURNAL
+    from feedback_sync.warehouse.target import RESERVED_DATASETS
+
+    assert set(RESERVED_DATASETS) == {*LAYERS, CURATED, JOURNAL, BUILD_SCHEMA}
+
+
+def test_an_accounts_dataset_longer_than_an_identifier_is_refused(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "a" * 32
+    write_settings(project, f'[sources.feedback.accounts.{name}]\nbase_url = "http://x/v1"\n')
+    assert main(["sync", "--no-models", "--dataset", "d" * 30]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert f"the dataset '{'d' * 30}_{name}' of account '{name}' is too long" in err[0]
+
+
 def test_a_variable_for_an_account_not_configured_is_refused(project: Path) -> None:
     environ = {
         "SOURCES__FEEDBACK__ACCOUNT_NAMES": '["acme"]',

@@ -73,6 +73,12 @@ def check_name(name: Any, where: str) -> str:
             f"{where}: account name {name!r} must be 1 to {MAX_NAME} lower-case letters, digits "
             "and single underscores (not at either end)"
         )
+    if name == "staging" or name.endswith("_staging"):
+        raise ConfigError(
+            f"{where}: account name {name!r} may not be 'staging' or end in '_staging': dlt "
+            "keeps its own tables in the dataset <dataset>_staging of each dataset, and "
+            f"{name!r} would make one account's dataset another's"
+        )
     return name
 
 
@@ -81,9 +87,25 @@ def section(name: str) -> Section[FeedbackSettings]:
     return Section(f"{SECTION}.{TABLE}.{name}", FeedbackSettings, rules=SOURCE.rules)
 
 
+# PostgreSQL cuts an identifier at 63 bytes, so two longer names could be one schema
+MAX_IDENTIFIER = 63
+
+
 def dataset_of(dataset: str, account: str) -> str:
-    """Where ``account``'s tables land: ``<dataset>_<account>``."""
-    return f"{dataset}_{account}"
+    """Where ``account``'s tables land: ``<dataset>_<account>``.
+
+    Raises:
+        ConfigError: that name and dlt's staging dataset beside it (``..._staging``) would
+            be longer than an identifier may be.
+    """
+    name = f"{dataset}_{account}"
+    if len(f"{name}_staging") > MAX_IDENTIFIER:
+        raise ConfigError(
+            f"the dataset {name!r} of account {account!r} is too long: with dlt's "
+            f"'_staging' it must be at most {MAX_IDENTIFIER} characters (PostgreSQL's "
+            "limit); shorten --dataset or the account's name"
+        )
+    return name
 
 
 def load_account_settings(name: str, api_key: str | None = None) -> FeedbackSettings:

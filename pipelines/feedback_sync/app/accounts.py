@@ -111,3 +111,15 @@ def chosen_accounts(configured: Sequence[str], asked: Sequence[str] | None) -> t
             f"--account {unknown[0]}: no such account; configured: {', '.join(configured)}"
         )
     return tuple(name for name in configured if name in asked)
+
+
+def configured_accounts_now() -> tuple[str, ...]:
+    """Every account the project configures, read from the settings files dlt reads
+    (``settings_files``) and the environment of this process.
+
+    Raises:
+        ConfigError: a name that may not name an account, where it was found.
+    """
+    from feedback_sync.app.settings_files import settings_files
+
+    return configured_accounts(settings_files())

@@ -82,10 +82,14 @@ def _wait_argument(p: argparse.ArgumentParser) -> None:
 def _target(args: argparse.Namespace) -> Any:
     if not args.destination.strip():
         raise UsageError("--destination must not be empty")
-    if not args.dataset.replace("_", "").isalnum():
-        raise UsageError(f"--dataset must be letters, digits and underscores, got {args.dataset!r}")
     # checked first: a bad argument is answered before dlt is imported
-    from feedback_sync.warehouse.target import make_target
+    from feedback_sync.errors import ConfigError
+    from feedback_sync.warehouse.target import check_dataset, make_target
+
+    try:
+        check_dataset(args.dataset, "--dataset")
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
     return make_target(
         args.destination.strip(),
@@ -257,13 +261,12 @@ def _account_argument(p: argparse.ArgumentParser) -> None:
 def _accounts(args: argparse.Namespace) -> tuple[str, ...]:
     """The accounts the command runs (``app/accounts.py``); () for a project of one
     account configured in ``[sources.feedback]`` itself."""
-    from feedback_sync.app.accounts import chosen_accounts, configured_accounts
-    from feedback_sync.app.settings_files import settings_files
+    from feedback_sync.app.accounts import chosen_accounts, configured_accounts_now
     from feedback_sync.errors import ConfigError
 
     try:
         asked = getattr(args, "account", None)  # a command without --account: all of them
-        return chosen_accounts(configured_accounts(settings_files()), asked)
+        return chosen_accounts(configured_accounts_now(), asked)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -314,8 +317,7 @@ def _run_sync(args: argparse.Namespace) -> int:
         from feedback_sync.models.accounts import ModelsScope
 
         # the models are over every account configured, this one synced now
-        configured = _accounts(argparse.Namespace())
-        models_over = ModelsScope(target, configured)
+        models_over = ModelsScope(target, _accounts(argparse.Namespace(account=None)))
         target = target.for_account(account)
     started = process.started()
     # A first line before the imports (dlt's take half a second or more, and the settings

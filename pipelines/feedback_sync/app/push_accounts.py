@@ -31,6 +31,8 @@ from typing import Any
 
 from feedback_sync.api.accounts import load_account_settings
 from feedback_sync.api.settings import FeedbackSettings
+from feedback_sync.app.accounts import configured_accounts_now
+from feedback_sync.errors import WarehouseBusy
 from feedback_sync.push.run import ACTIONS, PushOptions, PushResult, check_push, run_push
 from feedback_sync.push.scope import Scope
 from feedback_sync.push.settings import PushSettings
@@ -80,16 +82,23 @@ def push_accounts(
             was sent to any account).
     """
     started = time.perf_counter()
-    configured = _configured()
+    configured = configured_accounts_now()
     settings = {account: load_account_settings(account) for account in accounts}
     chosen = {
         account: dataclasses.replace(options, scope=Scope(account, configured))
         for account in accounts
     }
+    busy: dict[str, AccountPush] = {}
     for account in accounts:
-        check_push(target, chosen[account], push_settings=push_settings)
+        try:
+            check_push(target, chosen[account], push_settings=push_settings)
+        except WarehouseBusy as exc:  # its warehouse busy: named, the others still go
+            busy[account] = AccountPush(account, 0.0, None, str(exc), 1)
     runs = []
     for n, account in enumerate(accounts, 1):
+        if account in busy:
+            runs.append(busy[account])
+            continue
         print(f"push: account {account} ({n} of {len(accounts)}) ...", file=sys.stderr, flush=True)
         runs.append(_push_one(target, chosen[account], settings[account], push_settings))
     code = 0 if all(run.ok for run in runs) else 1
@@ -101,13 +110,6 @@ def push_accounts(
     else:
         print(report(runs, options.apply, seconds, push_settings.sample_size))
     return code
-
-
-def _configured() -> tuple[str, ...]:
-    from feedback_sync.app.accounts import configured_accounts
-    from feedback_sync.app.settings_files import settings_files
-
-    return configured_accounts(settings_files())
 
 
 def _push_one(

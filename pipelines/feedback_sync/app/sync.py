@@ -435,11 +435,13 @@ class _Sync:
 
             scope = self.options.models_over
             target, accounts = (self.target, ()) if scope is None else scope
+            # over every account, another account's build may hold them: a short wait
+            wait = self.options.lock_wait if scope is None else max(self.options.lock_wait, 600)
             try:
                 self.result.models = apply_models(
                     target,
                     load_project(root),
-                    lock_wait=self.options.lock_wait,
+                    lock_wait=wait,
                     reuse=True,
                     accounts=accounts,
                 )

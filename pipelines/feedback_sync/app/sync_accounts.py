@@ -63,20 +63,24 @@ def sync_accounts(args: argparse.Namespace, target: Target, accounts: tuple[str,
 def _build_models(args: argparse.Namespace, target: Target) -> tuple[Any, str | None]:
     """The models over every configured account (``models/accounts.py``), after the
     accounts' syncs: what was built, or why not."""
-    from feedback_sync.app.accounts import configured_accounts
-    from feedback_sync.app.settings_files import settings_files
+    from feedback_sync.app.accounts import configured_accounts_now
     from feedback_sync.errors import ModelError, WarehouseBusy
     from feedback_sync.models.project import apply, load_project, sql_dir
 
     print("sync: building the SQL models over every account ...", file=sys.stderr, flush=True)
     try:
         project = load_project(sql_dir(args.sql_dir))
-        accounts = configured_accounts(settings_files())
+        accounts = configured_accounts_now()
         return apply(
             target, project, lock_wait=float(args.wait), reuse=True, accounts=accounts
         ), None
     except (ModelError, WarehouseBusy) as exc:
         return None, str(exc)
+    except Exception as exc:  # a driver's: every account's line is still printed
+        from feedback_sync.app.failures import explain
+
+        said, _ = explain(exc)
+        return None, said or f"the models over every account failed: {type(exc).__name__}"
 
 
 def _shared_writer_file(target: Target, accounts: tuple[str, ...]) -> str | None:

@@ -31,10 +31,9 @@ def configured() -> tuple[str, ...]:
     Raises:
         ConfigError: a name that may not name an account, where it was found.
     """
-    from feedback_sync.app.accounts import configured_accounts
-    from feedback_sync.app.settings_files import settings_files
+    from feedback_sync.app.accounts import configured_accounts_now
 
-    return configured_accounts(settings_files())
+    return configured_accounts_now()
 
 
 def run_account(account: str | None) -> str | None:

@@ -68,7 +68,7 @@ from feedback_sync.redaction import SCRUBBER, install_log_filters
 from feedback_sync.source.resources import NAMES as RESOURCES
 from feedback_sync.source.resources import check_resources
 from feedback_sync.warehouse import history
-from feedback_sync.warehouse.target import Target, make_target
+from feedback_sync.warehouse.target import Target, check_dataset, make_target
 
 DEFAULT_MAX_ROW_DROP = 0.25
 
@@ -255,8 +255,7 @@ def flow_target(
     """The target a flow's parameters name (checked: a bad one fails the run by name)."""
     if not destination.strip():
         raise ConfigError("destination must not be empty")
-    if not dataset.replace("_", "").isalnum():
-        raise ConfigError(f"dataset must be letters, digits and underscores, got {dataset!r}")
+    check_dataset(dataset, "dataset")
     return make_target(
         destination.strip(),
         dataset=dataset,

@@ -25,11 +25,12 @@ back (the previous models stay as they were) and raises ``ModelError`` naming th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from graphlib import CycleError, TopologicalSorter
@@ -38,7 +39,7 @@ from typing import Any
 
 import duckdb
 
-from feedback_sync.errors import DataTestsFailed, ModelError
+from feedback_sync.errors import DataTestsFailed, ModelError, NothingSynced, WarehouseBusy
 from feedback_sync.models import datatests
 from feedback_sync.models.accounts import Part, parts, union
 from feedback_sync.models.datatests import DataTest, Outcome
@@ -49,7 +50,7 @@ from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields
 from feedback_sync.source.types import DECLARED, VARIANT
 from feedback_sync.warehouse import runlock
-from feedback_sync.warehouse.engines import Engine
+from feedback_sync.warehouse.engines import Engine, has_schema
 from feedback_sync.warehouse.engines.duckdb import DuckDbEngine
 from feedback_sync.warehouse.target import Target
 
@@ -781,8 +782,37 @@ def apply(
             failed (named, with the database's message).
         WarehouseBusy: another run holds the warehouse (nothing was done).
     """
-    with runlock.hold(target, "models", lock_wait):
+    with _accounts_held(target, accounts), runlock.hold(target, "models", lock_wait):
         return _apply(target, project, reuse, accounts)
+
+
+@contextlib.contextmanager
+def _accounts_held(target: Target, accounts: Sequence[str]) -> Iterator[None]:
+    """Holds the run locks of each account whose writes the file's turns do not keep out
+    of a build (PostgreSQL, Delta, Parquet: no file shared with ``target``), taken at once
+    or not at all, so that a build never reads an account's sync half done (its load
+    landed, its deletes and history not yet). Taken before ``target``'s, and never waited
+    for: a sync holds its own account's while it builds, so waiting could go round in a
+    circle.
+
+    Raises:
+        WarehouseBusy: an account's sync is running; the models are left as they were.
+    """
+    shared = target.writer_file()
+    with contextlib.ExitStack() as held:
+        for account in accounts:
+            own = target.for_account(account)
+            if shared is not None and own.writer_file() == shared:
+                continue  # the file's turns keep a build out of its writes
+            try:
+                held.enter_context(runlock.hold_run(own, "models"))
+            except WarehouseBusy:
+                raise WarehouseBusy(
+                    f"the models over every account were not rebuilt: account {account} is "
+                    "being synced right now (its writes are not all in yet); a sync that "
+                    "builds them rebuilds them, or run `feedback-sync models` after it"
+                ) from None
+        yield
 
 
 def _apply(
@@ -812,19 +842,17 @@ def _prepare(target: Target, engine: Engine, accounts: Sequence[str]) -> list[st
     if not accounts:
         target.prepare_models(engine)
         return []
-    from feedback_sync.warehouse.engines import has_schema
-
     synced = []
     for account in accounts:
         own = target.for_account(account)
         try:
             own.prepare_models(engine)
-        except ModelError:
-            continue  # nothing synced: the result names it
+        except NothingSynced:
+            continue  # the result names it; a table that cannot be read fails the build
         if has_schema(engine, own.dataset) and engine.column_types(own.dataset):
             synced.append(account)
     if not synced:
-        raise ModelError(
+        raise NothingSynced(
             f"no account is synced into {target.describe()} yet "
             f"({', '.join(accounts)}): run a sync first"
         )

@@ -21,11 +21,11 @@ import re
 from dataclasses import dataclass
 
 from feedback_sync.errors import ConfigError
+from feedback_sync.push.journal import SCHEMA
 from feedback_sync.warehouse.engines import Engine, has_relation, has_schema
 
 # the curated inputs' column, and the models' column, that names a row's account
 ACCOUNT = "account"
-JOURNAL_SCHEMA = "push"
 # the staging view whose SQL says which dataset one-dataset models read (every build
 # makes it; the push reads it for the ideas a note may go on)
 _PROBE = ("staging", "ideas")
@@ -40,7 +40,7 @@ class Scope:
     configured: tuple[str, ...] = ()
 
     def journal_schema(self) -> str:
-        return JOURNAL_SCHEMA if self.account is None else f"{JOURNAL_SCHEMA}_{self.account}"
+        return SCHEMA if self.account is None else f"{SCHEMA}_{self.account}"
 
     def relation(self, con: Engine, schema: str, name: str) -> str:
         """``schema.name`` as this run reads it: its account's rows where it has a column

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
-from feedback_sync.errors import ModelError
+from feedback_sync.errors import NothingSynced
 from feedback_sync.extras import require
 from feedback_sync.redaction import redact_url
 from feedback_sync.warehouse.duckdb import MODELS_DUCKDB, check_file_names, open_duckdb_models
@@ -199,7 +199,7 @@ class Delta(Target):
         # a table delta-rs cannot hand over as files raises DeltaError, a ModelError
         made = delta_tables.snapshot_views(engine.con, self.pipeline(), self.dataset)  # type: ignore[attr-defined]
         if not made:
-            raise ModelError(f"no Delta tables in {self.describe()}: run a sync first")
+            raise NothingSynced(f"no Delta tables in {self.describe()}: run a sync first")
 
 
 DESTINATION = Delta

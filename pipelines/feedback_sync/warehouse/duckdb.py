@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from feedback_sync.errors import ConfigError, ModelError
+from feedback_sync.errors import ConfigError, ModelError, NothingSynced
 from feedback_sync.source.resources import SOURCE_NAME
 from feedback_sync.warehouse.base import completed_loads_sql, newest_state_sql
 from feedback_sync.warehouse.history_sql import HistorySql
@@ -239,7 +239,7 @@ class DuckDb(SqlTarget):
         from feedback_sync.warehouse.engines import has_schema
 
         if not has_schema(engine, self.dataset):
-            raise ModelError(
+            raise NothingSynced(
                 f"{self.models_file()} has no dataset {self.dataset!r}: run a sync first"
             )
 

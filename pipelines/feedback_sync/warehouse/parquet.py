@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from feedback_sync.errors import ModelError
+from feedback_sync.errors import ModelError, NothingSynced
 from feedback_sync.warehouse.duckdb import MODELS_DUCKDB, DuckDb
 from feedback_sync.warehouse.target import PIPELINE_NAME, Target
 
@@ -116,7 +116,7 @@ class Parquet(DuckDb):
         files = (self.parquet_dir.glob(pattern) for pattern in ("*.parquet", "*/*.parquet"))
         if building and not any(any(found) for found in files):
             # before the models file is made: a mistyped folder is left as it was
-            raise ModelError(f"no Parquet files in {self.parquet_dir}/: run a sync first")
+            raise NothingSynced(f"no Parquet files in {self.parquet_dir}/: run a sync first")
         return super().open_models(read_only=read_only, building=building)
 
     def _models_file_made_by_build(self) -> bool:

@@ -181,11 +181,13 @@ class Postgres(SqlTarget):
             yield PostgresEngine(client.native_connection), self.describe()
 
     def prepare_models(self, engine: Engine) -> None:
-        from feedback_sync.errors import ModelError
+        from feedback_sync.errors import NothingSynced
         from feedback_sync.warehouse.engines import has_schema
 
         if not has_schema(engine, self.dataset):
-            raise ModelError(f"{self.describe()} has no dataset {self.dataset!r}: run a sync first")
+            raise NothingSynced(
+                f"{self.describe()} has no dataset {self.dataset!r}: run a sync first"
+            )
 
 
 def _jsonb_columns(pipeline: Any) -> list[str]:

@@ -45,6 +45,31 @@ if TYPE_CHECKING:  # dlt is imported where it is used: `feedback-sync status` ru
     from feedback_sync.warehouse.history_sql import HistorySql
 
 DEFAULT_DATASET = "feedback"
+# the schemas feedback-sync keeps beside the datasets, which no dataset may be named: the
+# models' (``models.project.LAYERS``), the push's journal and curated inputs, the models'
+# build record (a test keeps this list and theirs in step); with accounts, a dataset
+# named so would make ``staging_<account>`` and the like, which are the models' too
+RESERVED_DATASETS = ("staging", "marts", "push", "curated", "_feedback_sync")
+
+
+def check_dataset(name: str, said: str) -> str:
+    """``name`` if a dataset may be named so; ``said``: how the user gave it (``--dataset``).
+
+    Raises:
+        ConfigError: not letters, digits and underscores, or a schema of the models.
+    """
+    from feedback_sync.errors import ConfigError
+
+    if not name.replace("_", "").isalnum():
+        raise ConfigError(f"{said} must be letters, digits and underscores, got {name!r}")
+    if name.lower() in RESERVED_DATASETS:
+        raise ConfigError(
+            f"{said} may not be {name!r}: feedback-sync keeps its own schemas "
+            f"{', '.join(RESERVED_DATASETS)} beside the datasets"
+        )
+    return name
+
+
 PIPELINE_NAME = "feedback_sync"
 # loaded packages kept in dlt's working folder for inspection (`dlt pipeline feedback_sync
 # load-package`): a day of hourly runs. Without its data files a package holds its schema

@@ -116,7 +116,7 @@ def _accounts_page(
     with target.open_models(read_only=True) as (engine, where):
         current = current_since(engine)
         for account in accounts:
-            schema = Part(target.dataset, account).schema(MARTS_SCHEMA)
+            schema = Part(target.for_account(account).dataset, account).schema(MARTS_SCHEMA)
             if missing_marts(engine, schema):
                 left_out.append(account)
                 continue
