@@ -3,6 +3,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,12 @@ os.environ["RUNTIME__DLTHUB_TELEMETRY"] = "false"
 # runs it starts: a run that passes no --pipelines-dir would otherwise use the shared
 # default (/var/dlt as root), and its run lock, with another worker's run
 os.environ["DLT_DATA_DIR"] = tempfile.mkdtemp(prefix="feedback-sync-dlt-")
+# Ctrl-C as a person's terminal delivers it, in each test process and the runs it starts:
+# a shell without job control starts a background command (`./run test &`, a CI runner's
+# script) with SIGINT ignored, which a sync leaves ignored as under nohup
+# (app/interrupts.py), so the tests of what a Ctrl-C does would see nothing happen
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from feedback_sync.sandbox.server import RunningSandbox
 
