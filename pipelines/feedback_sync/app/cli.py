@@ -261,12 +261,21 @@ def _account_argument(p: argparse.ArgumentParser) -> None:
 def _accounts(args: argparse.Namespace) -> tuple[str, ...]:
     """The accounts the command runs (``app/accounts.py``); () for a project of one
     account configured in ``[sources.feedback]`` itself."""
+    return _configured_and_chosen(args)[1]
+
+
+def _configured_and_chosen(
+    args: argparse.Namespace,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every account configured, and those the command runs (``--account``, else all),
+    the settings files read once."""
     from feedback_sync.app.accounts import chosen_accounts, configured_accounts_now
     from feedback_sync.errors import ConfigError
 
     try:
+        configured = configured_accounts_now()
         asked = getattr(args, "account", None)  # a command without --account: all of them
-        return chosen_accounts(configured_accounts_now(), asked)
+        return configured, chosen_accounts(configured, asked)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -304,20 +313,20 @@ def _run_sync(args: argparse.Namespace) -> int:
     lock_wait = _wait(args)
     target = _target(args)  # bad arguments are answered before the sync's imports
     resources = _sync_resources(args, target)
-    accounts = _accounts(args)
+    configured, accounts = _configured_and_chosen(args)
     if args.parallel < 1:
         raise UsageError(f"--parallel must be 1 or more, got {args.parallel}")
     if len(accounts) > 1:
         from feedback_sync.app.sync_accounts import sync_accounts
 
-        return sync_accounts(args, target, accounts)
+        return sync_accounts(args, target, accounts, configured)
     account = accounts[0] if accounts else None
     models_over = None
     if account is not None:
         from feedback_sync.models.accounts import ModelsScope
 
         # the models are over every account configured, this one synced now
-        models_over = ModelsScope(target, _accounts(argparse.Namespace(account=None)))
+        models_over = ModelsScope(target, configured)
         target = target.for_account(account)
     started = process.started()
     # A first line before the imports (dlt's take half a second or more, and the settings

@@ -23,8 +23,14 @@ from feedback_sync.app.fanout import AccountRun, run_accounts
 from feedback_sync.warehouse.target import Target
 
 
-def sync_accounts(args: argparse.Namespace, target: Target, accounts: tuple[str, ...]) -> int:
-    """Syncs each of ``accounts`` into its dataset of ``target``; the exit code."""
+def sync_accounts(
+    args: argparse.Namespace,
+    target: Target,
+    accounts: tuple[str, ...],
+    configured: tuple[str, ...],
+) -> int:
+    """Syncs each of ``accounts`` into its dataset of ``target``, then builds the models
+    over every account ``configured``; the exit code."""
     started = time.perf_counter()
     parallel = min(args.parallel, len(accounts))
     shared = _shared_writer_file(target, accounts)
@@ -42,7 +48,7 @@ def sync_accounts(args: argparse.Namespace, target: Target, accounts: tuple[str,
     runs = run_accounts(accounts, lambda account: child_argv(args, account), parallel=parallel)
     models, models_error = None, None
     if not args.no_models and target.builds_models and any(run.ok for run in runs):
-        models, models_error = _build_models(args, target)
+        models, models_error = _build_models(args, target, configured)
     code = 0 if all(run.ok for run in runs) and models_error is None else 1
     if args.json:
         from feedback_sync.app.documents import dumps, models_document
@@ -60,20 +66,19 @@ def sync_accounts(args: argparse.Namespace, target: Target, accounts: tuple[str,
     return code
 
 
-def _build_models(args: argparse.Namespace, target: Target) -> tuple[Any, str | None]:
+def _build_models(
+    args: argparse.Namespace, target: Target, configured: tuple[str, ...]
+) -> tuple[Any, str | None]:
     """The models over every configured account (``models/accounts.py``), after the
     accounts' syncs: what was built, or why not."""
-    from feedback_sync.app.accounts import configured_accounts_now
     from feedback_sync.errors import ModelError, WarehouseBusy
     from feedback_sync.models.project import apply, load_project, sql_dir
 
     print("sync: building the SQL models over every account ...", file=sys.stderr, flush=True)
     try:
         project = load_project(sql_dir(args.sql_dir))
-        accounts = configured_accounts_now()
-        return apply(
-            target, project, lock_wait=float(args.wait), reuse=True, accounts=accounts
-        ), None
+        built = apply(target, project, lock_wait=float(args.wait), reuse=True, accounts=configured)
+        return built, None
     except (ModelError, WarehouseBusy) as exc:
         return None, str(exc)
     except Exception as exc:  # a driver's: every account's line is still printed

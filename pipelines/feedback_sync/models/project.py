@@ -50,7 +50,7 @@ from feedback_sync.source.resources import PARENT_KEYS
 from feedback_sync.source.screening import spec_fields
 from feedback_sync.source.types import DECLARED, VARIANT
 from feedback_sync.warehouse import runlock
-from feedback_sync.warehouse.engines import Engine, has_schema
+from feedback_sync.warehouse.engines import Engine
 from feedback_sync.warehouse.engines.duckdb import DuckDbEngine
 from feedback_sync.warehouse.target import Target
 
@@ -849,7 +849,7 @@ def _prepare(target: Target, engine: Engine, accounts: Sequence[str]) -> list[st
             own.prepare_models(engine)
         except NothingSynced:
             continue  # the result names it; a table that cannot be read fails the build
-        if has_schema(engine, own.dataset) and engine.column_types(own.dataset):
+        if _has_tables(engine, own.dataset):  # its columns are read once, by the build
             synced.append(account)
     if not synced:
         raise NothingSynced(
@@ -857,3 +857,9 @@ def _prepare(target: Target, engine: Engine, accounts: Sequence[str]) -> list[st
             f"({', '.join(accounts)}): run a sync first"
         )
     return synced
+
+
+def _has_tables(engine: Engine, schema: str) -> bool:
+    """Whether ``schema`` holds a table or a view (a dataset a sync loaded into)."""
+    sql = "select 1 from information_schema.tables where table_schema = ? limit 1"
+    return bool(engine.execute(sql, [schema]))
